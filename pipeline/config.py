@@ -1,0 +1,175 @@
+"""Strict YAML configuration: loading, environment overrides, and the core's own sections.
+
+One YAML file configures a deployment. Unknown keys are errors that name their key path
+(``store.clickhouse.prot: unknown key``). Any value can be overridden from the environment with
+``ROCEWATCH_`` followed by the key path in capitals joined by ``__`` (list items by index):
+``ROCEWATCH_STORE__CLICKHOUSE__PASSWORD=...`` or ``ROCEWATCH_BUS__KIND=kafka``. Secrets belong
+there, never in the file. Stage sections (collectors, detectors, remediation) are declared by the
+stages; :mod:`rocewatch.settings` composes the whole model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from pipeline.errors import ConfigError
+
+ENV_PREFIX = "ROCEWATCH_"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class Strict(BaseModel):
+    """Base of every config section: unknown keys are errors, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PluginSpec(BaseModel):
+    """One plugin instance: ``type`` picks the plugin, ``name`` names the instance, and every
+    other key is an option checked by the plugin's own ``Options`` model."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    type: str
+    name: str = ""
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+    @property
+    def instance(self) -> str:
+        return self.name or self.type
+
+
+class KafkaSettings(Strict):
+    bootstrap: str = "127.0.0.1:9092"
+    partitions: int = Field(6, ge=1)
+    replication: int = Field(1, ge=1)
+    compression: Literal["none", "gzip", "lz4", "zstd"] = "lz4"
+    linger_ms: int = Field(20, ge=0)
+    batch_bytes: int = Field(1 << 20, ge=1024)
+    group_prefix: str = "rocewatch-"
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_username: str = ""
+    sasl_password: SecretStr = SecretStr("")
+
+
+class BusSettings(Strict):
+    kind: Literal["memory", "kafka"] = "memory"
+    topic_prefix: str = "rocewatch."
+    partitions: int = Field(4, ge=1)
+    capacity: int = Field(20_000, ge=10)
+    kafka: KafkaSettings = KafkaSettings()
+
+
+class ClickHouseSettings(Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(9000, ge=1, le=65535)
+    user: str = "default"
+    password: SecretStr = SecretStr("")
+    secure: bool = False
+    cluster: str = ""
+
+
+class StoreSettings(Strict):
+    kind: Literal["chdb", "clickhouse"] = "chdb"
+    database: str = Field("rocewatch", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    chdb_path: str = "var/chdb"
+    retention_days: int = Field(14, ge=1)
+    clickhouse: ClickHouseSettings = ClickHouseSettings()
+
+
+class ApiSettings(Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    max_points: int = Field(20_000, ge=100)
+
+
+class DashboardSettings(Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(8501, ge=0, le=65535)
+    api_url: str = ""
+    refresh_s: float = Field(2.0, gt=0)
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping; errors name the file and line."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping at the top, not {type(data).__name__}")
+    return data
+
+
+def apply_env(data: dict[str, Any], env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Overlay ``ROCEWATCH_A__B__C=value`` variables onto the config mapping (values as YAML)."""
+    env = os.environ if env is None else env
+    for var, raw in sorted(env.items()):
+        if not var.startswith(ENV_PREFIX) or "__" not in var:
+            continue
+        keys = [k.lower() for k in var[len(ENV_PREFIX):].split("__")]
+        try:
+            value = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError:
+            value = raw
+        if isinstance(value, (dict, list)) or value is None:
+            value = raw
+        node: Any = data
+        for depth, key in enumerate(keys):
+            last = depth == len(keys) - 1
+            if isinstance(node, list):
+                if not key.isdigit() or int(key) >= len(node):
+                    raise ConfigError(f"{var}: no list item {key}", ".".join(keys[:depth + 1]))
+                if last:
+                    node[int(key)] = value
+                else:
+                    node = node[int(key)]
+            elif last:
+                node[key] = value
+            else:
+                node = node.setdefault(key, {})
+                if not isinstance(node, (dict, list)):
+                    raise ConfigError(f"{var}: {key} is a value, not a section", key)
+    return data
+
+
+def key_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def validate(model: type[M], data: Mapping[str, Any], where: str = "") -> M:
+    """Build ``model`` from ``data``; the first error becomes a ConfigError naming its key path."""
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        problems: list[str] = []
+        paths: list[str] = []
+        for err in exc.errors():
+            path = key_path(tuple(err["loc"]))
+            if where:
+                path = f"{where}.{path}" if path else where
+            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            paths.append(path)
+            problems.append(f"{path}: {msg}" if path else msg)
+        error = ConfigError("; ".join(problems))
+        error.path = paths[0] if paths else where
+        raise error from None
