@@ -1,0 +1,163 @@
+"""The wiring: build the bus, store and topology for a set of roles and supervise their loops.
+
+Roles map to the stage loops they run::
+
+    collect    collectors.runner.run      devices → samples topic
+    ingest     pipeline.ingest.run        samples/alerts/actions topics → store
+    detect     detectors.engine.run       samples topic → alerts topic
+    remediate  remediation.router.run     alerts topic → receivers, drains → actions topic
+    api        ui.server.run              store → REST API
+
+Each loop runs in its own thread. A loop that raises is logged and restarted with exponential
+backoff; the platform stops when the shared stop event is set (signal, scenario end, test).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.bus import Bus, MemoryBus, Topics
+from pipeline.errors import ConfigError, RocewatchError
+from pipeline.stage import StageContext, StageLoop
+from pipeline.store import Store, open_store
+from pipeline.topology import Topology
+from rocewatch.settings import Settings, check
+
+log = logging.getLogger("rocewatch")
+
+ROLES: dict[str, str] = {
+    "collect": "collectors.runner:run",
+    "ingest": "pipeline.ingest:run",
+    "detect": "detectors.engine:run",
+    "remediate": "remediation.router:run",
+    "api": "ui.server:run",
+}
+ALL_ROLES: tuple[str, ...] = tuple(ROLES)
+
+
+def load_loop(role: str) -> StageLoop:
+    module, _, attr = ROLES[role].partition(":")
+    loop: StageLoop = getattr(importlib.import_module(module), attr)
+    return loop
+
+
+def open_bus(settings: Settings) -> Bus:
+    if settings.bus.kind == "memory":
+        return MemoryBus(partitions=settings.bus.partitions, capacity=settings.bus.capacity)
+    from pipeline.bus_kafka import KafkaBus
+
+    return KafkaBus(settings.bus)
+
+
+@dataclass
+class _Running:
+    role: str
+    thread: threading.Thread
+    restarts: int = 0
+    last_error: str = ""
+
+
+@dataclass
+class Platform:
+    """The roles of one process, started and supervised together."""
+
+    settings: Settings
+    roles: tuple[str, ...] = ALL_ROLES
+    topology: Topology | None = None
+    bus: Bus | None = None
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    context: StageContext | None = None
+    _running: dict[str, _Running] = field(default_factory=dict)
+
+    def start(self) -> StageContext:
+        unknown = [r for r in self.roles if r not in ROLES]
+        if unknown:
+            raise ConfigError(f"unknown role(s) {', '.join(unknown)}; roles: {', '.join(ROLES)}")
+        check(self.settings, self.roles)
+        topology = self.topology
+        if topology is None and self.settings.topology:
+            topology = Topology.load(self.settings.topology)
+        bus = self.bus or open_bus(self.settings)
+        topics = Topics(self.settings.bus.topic_prefix)
+        bus.ensure_topics(topics.all())
+        store: Store | None = None
+        if "ingest" in self.roles or "api" in self.roles:
+            store = open_store(self.settings.store)
+        self.context = StageContext(self.settings, bus, topics, topology, store)
+        # consumers first, so nothing the collectors send predates its readers
+        order = [r for r in ("ingest", "detect", "remediate", "api", "collect") if r in self.roles]
+        for role in order:
+            self._spawn(role, load_loop(role))
+        return self.context
+
+    def _spawn(self, role: str, loop: StageLoop) -> None:
+        assert self.context is not None
+        ctx = self.context
+
+        def supervise() -> None:
+            backoff = 1.0
+            while not self.stop_event.is_set():
+                started = time.monotonic()
+                try:
+                    loop(ctx, self.stop_event)
+                    return
+                except Exception as exc:  # the supervisor boundary: log, back off, restart
+                    running = self._running[role]
+                    running.restarts += 1
+                    running.last_error = f"{type(exc).__name__}: {exc}"
+                    if isinstance(exc, RocewatchError):
+                        log.error("%s loop failed: %s", role, exc)
+                    else:
+                        log.exception("%s loop crashed", role)
+                    if time.monotonic() - started > 60:
+                        backoff = 1.0
+                    self.stop_event.wait(backoff)
+                    backoff = min(backoff * 2, 30.0)
+
+        thread = threading.Thread(target=supervise, name=f"rocewatch-{role}", daemon=True)
+        self._running[role] = _Running(role, thread)
+        thread.start()
+
+    def health(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for role, running in self._running.items():
+            out[role] = {"alive": running.thread.is_alive(), "restarts": running.restarts,
+                         "last_error": running.last_error}
+        if self.context:
+            for name, probe in self.context.health.items():
+                out.setdefault(name, {}).update(probe())
+        return out
+
+    def stop(self, timeout: float = 15.0) -> None:
+        self.stop_event.set()
+        deadline = time.monotonic() + timeout
+        for running in self._running.values():
+            running.thread.join(max(0.1, deadline - time.monotonic()))
+            if running.thread.is_alive():
+                log.warning("%s loop did not stop within %.0fs", running.role, timeout)
+        if self.context:
+            if self.context.store is not None:
+                self.context.store.close()
+            self.context.bus.close()
+
+
+def run_roles(settings: Settings, roles: Sequence[str], topology: Topology | None = None) -> None:
+    """Run roles until SIGINT/SIGTERM."""
+    import signal
+
+    platform = Platform(settings, tuple(roles), topology)
+    signal.signal(signal.SIGTERM, lambda *_: platform.stop_event.set())
+    platform.start()
+    try:
+        while not platform.stop_event.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        platform.stop()
