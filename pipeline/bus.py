@@ -220,7 +220,8 @@ class MemoryConsumer:
             g.members.append(self)
             bus._rebalance(g)
 
-    def _assign(self, assigned: list[tuple[str, int]], committed: dict[tuple[str, int], int]) -> None:
+    def _assign(self, assigned: list[tuple[str, int]],
+                committed: dict[tuple[str, int], int]) -> None:
         self._positions = {
             tp: committed.get(tp, self._bus._topics[tp[0]][tp[1]].base) for tp in assigned
         }
@@ -231,9 +232,9 @@ class MemoryConsumer:
         with bus._cond:
             while not self._closed:
                 out: list[Message] = []
-                for (topic, pid), pos in self._positions.items():
+                for (topic, pid), position in self._positions.items():
                     part = bus._topics[topic][pid]
-                    pos = max(pos, part.base)
+                    pos = max(position, part.base)
                     take = part.log[pos - part.base: pos - part.base + max_records - len(out)]
                     out.extend(Message(topic, pid, pos + i, k, v) for i, (k, v) in enumerate(take))
                     self._positions[(topic, pid)] = pos + len(take)

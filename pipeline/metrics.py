@@ -11,7 +11,7 @@ new metrics are appended, never inserted or reordered (a test guards the order).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from pipeline.errors import ConfigError
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     COUNTER = "counter"
     GAUGE = "gauge"
 

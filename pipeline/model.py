@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 import numpy as np
@@ -57,7 +57,7 @@ class SampleBatch:
     def validate(self) -> SampleBatch:
         """Check shapes, dtypes and code ranges; raise DecodeError on the first problem."""
         n = len(self)
-        cols = {
+        cols: dict[str, tuple[NDArray[Any], type[np.generic]]] = {
             "ts_ns": (self.ts_ns, np.int64), "device": (self.device, np.int32),
             "port": (self.port, np.int32), "metric": (self.metric, np.uint16),
             "qual": (self.qual, np.int16), "value": (self.value, np.float64),
@@ -98,7 +98,7 @@ class SampleBatch:
         )
 
     def rows(self) -> Iterator[tuple[int, str, str, str, int, float, int]]:
-        """Rows as ``(ts_ns, device, port, metric, qual, value, flags)``; for tests and debugging."""
+        """Rows as ``(ts_ns, device, port, metric, qual, value, flags)`` (tests, debugging)."""
         for i in range(len(self)):
             yield (int(self.ts_ns[i]), self.devices[self.device[i]], self.ports[self.port[i]],
                    CATALOG[self.metric[i]].name, int(self.qual[i]), float(self.value[i]),
@@ -139,8 +139,8 @@ class BatchBuilder:
     The per-row cost is a few list appends; vocabularies are built as rows arrive.
     """
 
-    __slots__ = ("_ts", "_dev", "_port", "_metric", "_qual", "_value", "_flags",
-                 "_devices", "_ports")
+    __slots__ = ("_dev", "_devices", "_flags", "_metric", "_port", "_ports", "_qual", "_ts",
+                 "_value")
 
     def __init__(self) -> None:
         self._devices: dict[str, int] = {}
@@ -198,14 +198,15 @@ class BatchBuilder:
         return batch
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     CRITICAL = "critical"
     WARNING = "warning"
     INFO = "info"
 
 
 def fingerprint(labels: dict[str, str]) -> str:
-    """Alertmanager's label-set fingerprint: FNV-1a 64 over sorted name/value pairs, 0xFF-separated."""
+    """Alertmanager's label-set fingerprint: FNV-1a 64 over sorted names and values, each
+    followed by a 0xFF byte, as 16 lowercase hex digits."""
     h = 0xCBF29CE484222325
     for name in sorted(labels):
         for part in (name, labels[name]):

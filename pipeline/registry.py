@@ -61,7 +61,8 @@ class Registry(Generic[P]):
     def options(self, spec: PluginSpec, where: str) -> BaseModel:
         """Validate a spec's options against its plugin's Options model."""
         cls: Any = self.get(spec.type)
-        return validate(cls.Options, spec.options, where)
+        options: BaseModel = validate(cls.Options, spec.options, where)
+        return options
 
     def build(self, spec: PluginSpec, where: str, **context: Any) -> P:
         """Construct a plugin instance: ``cls(spec.instance, options, **context)``."""

@@ -187,9 +187,8 @@ def spine_leaf(
     links: list[Link] = []
     for li, leaf in enumerate(leaf_names):
         for h in range(hosts_per_leaf):
-            hosts.append(
-                Host(f"host{li * hosts_per_leaf + h + 1}", Port(leaf, f"Ethernet{h + 1}"), host_gbps)
-            )
+            name = f"host{li * hosts_per_leaf + h + 1}"
+            hosts.append(Host(name, Port(leaf, f"Ethernet{h + 1}"), host_gbps))
         for si, spine in enumerate(spine_names):
             for k in range(1, uplinks_per_pair + 1):
                 leaf_port = Port(leaf, f"Ethernet{hosts_per_leaf + si * uplinks_per_pair + k}")

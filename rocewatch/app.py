@@ -52,7 +52,8 @@ def open_bus(settings: Settings) -> Bus:
         return MemoryBus(partitions=settings.bus.partitions, capacity=settings.bus.capacity)
     from pipeline.bus_kafka import KafkaBus
 
-    return KafkaBus(settings.bus)
+    bus: Bus = KafkaBus(settings.bus)
+    return bus
 
 
 @dataclass

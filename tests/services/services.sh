@@ -31,11 +31,10 @@ shift || true
 case $cmd in
   start)
     for s in $(which_services "$@"); do
-      t0=$(date +%s.%N)
+      t0=$EPOCHREALTIME
       "$HERE/$s.sh" start
-      printf '%s ready in %.1f s\n' "$s" "$(echo "$(date +%s.%N) - $t0" | bc)"
+      awk -v s="$s" -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%s ready in %.1f s\n", s, b - a }'
     done
-    env_lines
     ;;
   stop)
     for s in $(which_services "$@"); do "$HERE/$s.sh" stop; done
