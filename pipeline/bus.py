@@ -53,8 +53,13 @@ class Topics:
     def deadletter(self) -> str:
         return self.prefix + "deadletter"
 
+    @property
+    def commands(self) -> str:
+        """Approvals, repairs, silences entered by people (``remediation.commands``)."""
+        return self.prefix + "commands"
+
     def all(self) -> tuple[str, ...]:
-        return (self.samples, self.alerts, self.actions, self.deadletter)
+        return (self.samples, self.alerts, self.actions, self.deadletter, self.commands)
 
 
 class Producer(Protocol):

@@ -40,6 +40,9 @@ _COLUMNS: tuple[tuple[str, type[np.generic]], ...] = (
     ("qual", np.int16), ("value", np.float64), ("flags", np.uint8),
 )
 _ROW_BYTES = sum(np.dtype(t).itemsize for _, t in _COLUMNS)
+#: bytes each row adds to an encoded batch, and the fixed bytes besides rows and vocabularies
+ROW_BYTES = _ROW_BYTES
+ENCODING_OVERHEAD = _HEADER.size
 
 
 def _vocab_bytes(names: tuple[str, ...]) -> bytes:

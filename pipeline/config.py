@@ -60,6 +60,21 @@ class KafkaSettings(Strict):
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_username: str = ""
     sasl_password: SecretStr = SecretStr("")
+    client_id: str = "rocewatch"
+    #: the largest message a producer sends (keep it within the broker's message.max.bytes)
+    max_message_bytes: int = Field(1_000_000, ge=1024)
+    #: how much a consumer fetches per partition and per request
+    max_partition_fetch_bytes: int = Field(8 << 20, ge=1024)
+    fetch_max_bytes: int = Field(64 << 20, ge=1024)
+    #: a consumer that stops heart-beating this long leaves the group (its partitions move)
+    session_timeout_ms: int = Field(10_000, ge=1000)
+    heartbeat_interval_ms: int = Field(1_000, ge=100)
+    max_poll_interval_ms: int = Field(300_000, ge=1000)
+    #: how long a client waits for the first broker before it gives up
+    bootstrap_timeout_ms: int = Field(30_000, ge=100)
+    request_timeout_ms: int = Field(30_000, ge=100)
+    #: verify record-batch CRCs on fetch (slow in pure Python without the crc32c package)
+    check_crcs: bool = True
 
 
 class BusSettings(Strict):
@@ -76,14 +91,29 @@ class ClickHouseSettings(Strict):
     user: str = "default"
     password: SecretStr = SecretStr("")
     secure: bool = False
+    #: a cluster name from the servers' remote_servers: tables become Replicated*MergeTree
+    #: shards created ON CLUSTER, read and written through Distributed tables
     cluster: str = ""
+    #: wire compression; on loopback or a fast LAN "none" costs the least CPU
+    compression: Literal["none", "lz4", "zstd"] = "none"
+    #: on servers older than 20.5, store identifiers as LowCardinality(String) under the
+    #: experimental setting (else as plain String)
+    legacy_low_cardinality: bool = True
+    connect_timeout_s: float = Field(10.0, gt=0)
+    send_receive_timeout_s: float = Field(300.0, gt=0)
 
 
 class StoreSettings(Strict):
     kind: Literal["chdb", "clickhouse"] = "chdb"
     database: str = Field("rocewatch", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     chdb_path: str = "var/chdb"
+    #: days of raw samples, alerts and actions kept
     retention_days: int = Field(14, ge=1)
+    #: days of the 1-minute and 1-hour rollups kept
+    rollup_1m_days: int = Field(90, ge=1)
+    rollup_1h_days: int = Field(730, ge=1)
+    #: how often the retention job drops expired partitions (servers without TTL)
+    retention_check_s: float = Field(3600.0, gt=0)
     clickhouse: ClickHouseSettings = ClickHouseSettings()
 
 

@@ -17,9 +17,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from pipeline.bus import Bus, Message, Producer, Topics
-from pipeline.codec import decode_batch
-from pipeline.errors import DecodeError, StoreError
+from pipeline.codec import ENCODING_OVERHEAD, ROW_BYTES, decode_batch, encode_batch
+from pipeline.errors import BusError, DecodeError, StoreError
 from pipeline.model import ActionResult, Alert, SampleBatch, alerts_from_json
 from pipeline.stage import StageContext
 from pipeline.store import Store
@@ -38,6 +40,8 @@ class IngestStats:
     dead_letters: int = 0
     inserts: int = 0
     store_errors: int = 0
+    bus_errors: int = 0
+    commit_failures: int = 0
     last_insert_s: float = 0.0
     dead_letter_reasons: dict[str, int] = field(default_factory=dict)
 
@@ -128,58 +132,118 @@ class Ingest:
         if not pending.messages:
             return 0
         self.flush(pending)
+        self._producer.flush()  # dead letters are durable before their offsets are committed
         self._commit(pending)
         return pending.messages
 
     def _commit(self, pending: _Pending) -> None:
-        self._producer.flush()  # dead letters are durable before their offsets are committed
-        self._consumer.commit()
+        """Count what the store now has and commit it. A commit the bus refuses (the group
+        rebalanced meanwhile) loses nothing: the partitions' next owner redoes the work and the
+        store collapses the repeat."""
         self.stats.messages += pending.messages
         self.stats.samples += pending.rows
         self.stats.alerts += len(pending.alerts)
         self.stats.actions += len(pending.actions)
+        try:
+            self._consumer.commit()
+        except BusError as exc:
+            self.stats.commit_failures += 1
+            log.warning("offsets not committed (the work will be redone): %s", exc)
 
     def run(self, stop: threading.Event) -> None:
-        """Loop until ``stop``; a store outage is retried with backoff, never skipped."""
+        """Loop until ``stop``; a store or bus outage is retried with backoff, never skipped."""
         backoff = 0.5
         pending: _Pending | None = None
-        while not stop.is_set():
-            if pending is None:
-                pending = self.gather(stop)
-                if not pending.messages:
-                    pending = None
+        try:
+            while not stop.is_set():
+                if pending is None:
+                    pending = self.gather(stop)
+                    if not pending.messages:
+                        pending = None
+                        continue
+                try:
+                    self.flush(pending)
+                    self._producer.flush()  # dead letters are durable before the commit
+                except (StoreError, BusError) as exc:
+                    if isinstance(exc, StoreError):
+                        self.stats.store_errors += 1
+                    else:
+                        self.stats.bus_errors += 1
+                    log.error("ingest cannot finish a batch (will retry in %.1fs): %s",
+                              backoff, exc)
+                    stop.wait(backoff)
+                    backoff = min(backoff * 2, 30.0)
                     continue
-            try:
-                self.flush(pending)
-            except StoreError as exc:
-                self.stats.store_errors += 1
-                log.error("store insert failed (will retry in %.1fs): %s", backoff, exc)
-                stop.wait(backoff)
-                backoff = min(backoff * 2, 30.0)
-                continue
-            backoff = 0.5
-            self._commit(pending)
-            pending = None
-        self.close()
+                backoff = 0.5
+                self._commit(pending)
+                pending = None
+        finally:
+            self.close()
 
     def close(self) -> None:
         self._consumer.close()
         self._producer.close()
 
 
-def publish_batches(producer: Producer, topics: Topics, batches: Sequence[SampleBatch]) -> None:
-    """Send per-device batches to the samples topic, keyed by device (per-device order)."""
-    from pipeline.codec import encode_batch
-
+def publish_batches(producer: Producer, topics: Topics, batches: Sequence[SampleBatch],
+                    max_bytes: int = 900_000) -> int:
+    """Send batches to the samples topic keyed by device, so a device's order holds: a batch of
+    several devices is split per device, and one larger than ``max_bytes`` encoded is split into
+    consecutive pieces. Returns the messages sent."""
+    sent = 0
     for batch in batches:
-        key = batch.devices[0].encode() if len(batch.devices) == 1 else None
-        producer.send(topics.samples, encode_batch(batch), key=key)
+        for device_batch in _per_device(batch):
+            key = device_batch.devices[int(device_batch.device[0])].encode()
+            for piece in _pieces(device_batch, max_bytes):
+                producer.send(topics.samples, encode_batch(piece), key=key)
+                sent += 1
+    return sent
+
+
+def _per_device(batch: SampleBatch) -> list[SampleBatch]:
+    if not len(batch):
+        return []
+    first = batch.device[0]
+    if bool((batch.device == first).all()):
+        return [batch]
+    order = np.argsort(batch.device, kind="stable")
+    codes = batch.device[order]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    ends = np.r_[starts[1:], len(codes)]
+    return [_compact(batch.take(order[a:b])) for a, b in zip(starts, ends, strict=True)]
+
+
+def _compact(batch: SampleBatch) -> SampleBatch:
+    """A one-device batch with vocabularies cut down to what it uses."""
+    used, port_codes = np.unique(batch.port, return_inverse=True)
+    return SampleBatch(
+        batch.ts_ns, np.zeros(len(batch), np.int32), port_codes.astype(np.int32), batch.metric,
+        batch.qual, batch.value, batch.flags, (batch.devices[int(batch.device[0])],),
+        tuple(batch.ports[int(i)] for i in used))
+
+
+def _pieces(batch: SampleBatch, max_bytes: int) -> list[SampleBatch]:
+    vocab = sum(len(d.encode()) + 1 for d in batch.devices) + \
+        sum(len(p.encode()) + 1 for p in batch.ports)
+    per_piece = max(1, (max_bytes - ENCODING_OVERHEAD - vocab) // ROW_BYTES)
+    if len(batch) <= per_piece:
+        return [batch]
+    return [batch.take(np.arange(a, min(a + per_piece, len(batch))))
+            for a in range(0, len(batch), per_piece)]
 
 
 def run(ctx: StageContext, stop: threading.Event) -> None:
     """The ingest role's loop."""
     if ctx.store is None:
         raise StoreError("the ingest role needs a store")
+    from pipeline.retention import RetentionJob
+
     ingest = Ingest(ctx.bus, ctx.store, ctx.topics)
     ctx.health["ingest"] = lambda: asdict(ingest.stats)
-    ingest.run(stop)
+    # engines without TTL (ClickHouse 18.16) drop expired partitions from a scheduled job
+    retention = RetentionJob(ctx.store, ctx.settings.store)
+    retention.start()
+    try:
+        ingest.run(stop)
+    finally:
+        retention.stop()

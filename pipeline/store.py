@@ -9,6 +9,7 @@ query results as columns (``dict`` of numpy arrays).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -19,7 +20,7 @@ from numpy.typing import NDArray
 from pipeline.config import StoreSettings
 from pipeline.errors import QueryError
 from pipeline.model import ActionResult, Alert, SampleBatch
-from pipeline.schema import Dialect
+from pipeline.schema import ROLLUP_1H, ROLLUP_1M, Dialect
 
 Columns = dict[str, NDArray[Any]]
 
@@ -29,7 +30,10 @@ class Store(Protocol):
     database: str
 
     def migrate(self) -> None:
-        """Create the database and tables if they are missing."""
+        """Create the database, tables, rollups and their views if they are missing."""
+
+    def ddl(self) -> list[str]:
+        """The statements :meth:`migrate` runs."""
 
     def insert_samples(self, batch: SampleBatch) -> int:
         """Insert a batch; safe to repeat (duplicates collapse). Returns rows written."""
@@ -102,6 +106,24 @@ def action_columns(actions: Sequence[ActionResult]) -> dict[str, list[Any]]:
         "detail": [a.detail for a in actions],
         "steps": [json.dumps(list(a.steps), sort_keys=True) for a in actions],
     }
+
+
+def batch_token(batch: SampleBatch) -> str:
+    """A content hash of a batch: the identity under which an engine with insert deduplication
+    tokens drops a repeated insert of the same batch (a retry after an outage, a redelivery)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update("\0".join(batch.devices).encode())
+    h.update(b"\1")
+    h.update("\0".join(batch.ports).encode())
+    for col in (batch.ts_ns, batch.device, batch.port, batch.metric, batch.qual, batch.value,
+                batch.flags):
+        h.update(np.ascontiguousarray(col).data)
+    return h.hexdigest()
+
+
+def rollup_retention(settings: StoreSettings) -> dict[str, int]:
+    """Days each rollup table keeps, by table name."""
+    return {ROLLUP_1M.name: settings.rollup_1m_days, ROLLUP_1H.name: settings.rollup_1h_days}
 
 
 def open_store(settings: StoreSettings) -> Store:

@@ -20,8 +20,8 @@ from pipeline.config import StoreSettings
 from pipeline.errors import StoreError
 from pipeline.metrics import CATALOG
 from pipeline.model import ActionResult, Alert, SampleBatch
-from pipeline.schema import ACTIONS, ALERTS, MODERN, TABLES, Table
-from pipeline.store import Columns, action_columns, alert_columns
+from pipeline.schema import ACTIONS, ALERTS, MODERN, Table
+from pipeline.store import Columns, action_columns, alert_columns, batch_token, rollup_retention
 
 _METRIC_NAMES = pa.array([m.name for m in CATALOG])
 _TS = pa.timestamp("ns", tz="UTC")
@@ -35,13 +35,14 @@ class ChdbStore:
     def __init__(self, settings: StoreSettings) -> None:
         import chdb
 
+        self.settings = settings
         self.database = settings.database
         self.retention_days = settings.retention_days
         path = Path(settings.chdb_path)
         path.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
-            self._conn = chdb.connect(str(path))
+            self._conn: Any = chdb.connect(str(path))  # type: ignore[no-untyped-call]
         except RuntimeError as exc:
             raise StoreError(f"cannot open the chDB store at {path} (is another rocewatch "
                              f"process using it?): {exc}") from exc
@@ -53,10 +54,14 @@ class ChdbStore:
         except RuntimeError as exc:
             raise StoreError(f"chDB: {exc}".strip()) from exc
 
+    def ddl(self) -> list[str]:
+        """The statements :meth:`migrate` runs."""
+        return self.dialect.schema(self.database, self.retention_days,
+                                   rollup_retention(self.settings))
+
     def migrate(self) -> None:
-        self.execute(f"CREATE DATABASE IF NOT EXISTS {self.database}")
-        for table in TABLES:
-            self.execute(self.dialect.create_table(self.database, table, self.retention_days))
+        for statement in self.ddl():
+            self.execute(statement)
 
     def execute(self, sql: str) -> None:
         self._run(sql)
@@ -76,13 +81,16 @@ class ChdbStore:
                                                      _METRIC_NAMES),
             "qual": batch.qual, "value": batch.value, "flags": batch.flags,
         })
-        self._insert_arrow("samples", rw_samples)
+        # INSERT ... SELECT is deduplicated only under an explicit token: the batch's content hash
+        self._insert_arrow("samples", rw_samples, token=batch_token(batch))
         return len(batch)
 
-    def _insert_arrow(self, table: str, rw_rows: pa.Table) -> None:
+    def _insert_arrow(self, table: str, rw_rows: pa.Table, token: str = "") -> None:
         # chDB resolves Python(rw_rows) by looking the name up in this frame.
         cols = ", ".join(rw_rows.column_names)
-        sql = f"INSERT INTO {self.database}.{table} ({cols}) SELECT {cols} FROM Python(rw_rows)"
+        settings = f" SETTINGS insert_deduplication_token = '{token}'" if token else ""
+        sql = (f"INSERT INTO {self.database}.{table} ({cols}){settings} "
+               f"SELECT {cols} FROM Python(rw_rows)")
         try:
             with self._lock:
                 self._conn.query(sql)
@@ -123,6 +131,8 @@ def _to_numpy(column: pa.ChunkedArray) -> np.ndarray[Any, Any]:
             pa.types.is_list(column.type):
         values = column.to_pylist()
         out = np.empty(len(values), dtype=object)
-        out[:] = values
+        for i, v in enumerate(values):  # element-wise: equal-length lists must not become 2-D
+            out[i] = v
         return out
-    return column.to_numpy()
+    array: np.ndarray[Any, Any] = column.to_numpy()
+    return array

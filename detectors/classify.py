@@ -1,0 +1,129 @@
+"""Root classification: what sits at the root of each pause tree, and which incident that is.
+
+Each root of the pause graph (:mod:`detectors.pause_graph`) is judged from the symptoms on it
+(Hawkeye's signatures, read from counters):
+
+=========================================  ===================================================
+root                                       incident
+=========================================  ===================================================
+a host whose leaf port is stuck            ``pfc_storm`` on the host (a NIC that stopped
+(``pfc_watchdog``: paused, no drain)       draining: Guo et al. SIGCOMM'16)
+a host pausing while taking < line rate    ``slow_receiver`` on the host
+(``host_slow_drain``)
+a host port at line rate with demand far   ``incast`` on the host (many senders, one receiver)
+above it (``egress_oversubscribed``)
+a switch pausing with no overload or ECN   ``buffer_misconfig`` on the switch (XOFF set too
+(``pause_without_load``)                   low: PFC fires before any real congestion or ECN)
+a leaf whose ECMP group is uneven          ``ecmp_imbalance`` on the leaf (hash collision:
+(``uplink_imbalance``)                     its hot uplink's congestion is explained)
+a set of ports waiting on each other with  ``pfc_deadlock`` on the links of the cycle
+no way out, every one stuck
+=========================================  ===================================================
+
+A congestion root that matches none of these (a busy port doing its job) is not an incident: its
+symptoms stay visible, unexplained, and nobody is paged for benign congestion.
+"""
+
+from __future__ import annotations
+
+from detectors.incident import Finding
+from detectors.kinds import (
+    BUFFER_MISCONFIG,
+    ECMP_IMBALANCE,
+    INCAST,
+    OVERSUBSCRIBED,
+    PAUSE_WITHOUT_LOAD,
+    PFC_DEADLOCK,
+    PFC_STORM,
+    PFC_WATCHDOG,
+    SLOW_DRAIN,
+    SLOW_RECEIVER,
+    UPLINK_IMBALANCE,
+)
+from detectors.pause_graph import PauseGraph, device_node, host_node
+from pipeline.model import Alert, Severity
+from pipeline.topology import Port, Topology
+
+
+def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
+    """Storms, slow receivers and incasts, each rooted at a host's leaf port."""
+    out = []
+    for host in topology.hosts:
+        label = str(host.port)
+        here = graph.symptoms.get(label, [])
+        if not here:
+            continue
+        by_name = {a.name: a for a in here}
+        tree = graph.ancestors([host_node(host.name), label]) | {label}
+        if PFC_WATCHDOG in by_name:
+            a = by_name[PFC_WATCHDOG]
+            out.append(Finding(PFC_STORM, host.name, (label,), [a], Severity.CRITICAL,
+                               _confidence(a, "pause_ratio", "drain"), dict(a.evidence), tree,
+                               f"{host.name} pauses {label} continuously and takes nothing"))
+        elif SLOW_DRAIN in by_name:
+            a = by_name[SLOW_DRAIN]
+            out.append(Finding(SLOW_RECEIVER, host.name, (label,), [a], Severity.WARNING,
+                               _confidence(a, "pause_ratio"), dict(a.evidence), tree,
+                               f"{host.name} drains below line rate and pauses {label}"))
+        elif OVERSUBSCRIBED in by_name:
+            a = by_name[OVERSUBSCRIBED]
+            out.append(Finding(INCAST, host.name, (label,), [a], Severity.WARNING,
+                               _confidence(a, "oversubscription"), dict(a.evidence), tree,
+                               f"{host.name} receives far more than its line rate"))
+    return out
+
+
+def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
+                    topology: Topology) -> list[Finding]:
+    """Switch-level roots: misconfigured buffers, uneven ECMP groups."""
+    out = []
+    for alert in device_symptoms:
+        device = alert.entity
+        ports = [str(p) for p in topology.ports(device)]
+        if alert.name == PAUSE_WITHOUT_LOAD:
+            tree = graph.ancestors([device_node(device), *ports]) | set(ports) | {device}
+            out.append(Finding(BUFFER_MISCONFIG, device, tuple(alert.ports), [alert],
+                               Severity.WARNING, _confidence(alert, "pause_ratio"),
+                               dict(alert.evidence), tree,
+                               f"{device} pauses its neighbours with no overload behind it"))
+        elif alert.name == UPLINK_IMBALANCE:
+            uplinks = [str(p) for p in topology.ports(device)
+                       if topology.peer(p) is not None]
+            peers = [str(topology.peer(Port.parse(p))) for p in uplinks]
+            tree = graph.ancestors(uplinks) | set(uplinks) | set(peers) | {device}
+            out.append(Finding(ECMP_IMBALANCE, device, tuple(alert.ports), [alert],
+                               Severity.WARNING, _confidence(alert, "imbalance"),
+                               dict(alert.evidence), tree,
+                               f"{device}'s flows crowd onto few of its uplinks"))
+    return out
+
+
+def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
+    """Sink cycles of the wait-for graph whose ports are all stuck."""
+    out = []
+    for cycle in graph.sink_cycles():
+        ports = sorted(n for n in cycle if ":" in n and not n.startswith(("host:", "device:")))
+        if len(ports) < 2:
+            continue
+        stuck = [next((a for a in graph.symptoms.get(p, []) if a.name == PFC_WATCHDOG), None)
+                 for p in ports]
+        if any(s is None for s in stuck):
+            continue
+        links = sorted({topology.entity_of(Port.parse(p)) for p in ports})
+        if len(links) < 2:
+            continue
+        defining = [s for s in stuck if s is not None]
+        tree = graph.ancestors(cycle) | set(ports)
+        out.append(Finding(PFC_DEADLOCK, ",".join(links), tuple(ports), defining,
+                           Severity.CRITICAL, 1.0, {"ports": float(len(ports)),
+                                                    "links": float(len(links))}, tree,
+                           "a cyclic buffer dependency: " + " → ".join(ports)))
+    return out
+
+
+def _confidence(alert: Alert, *keys: str) -> float:
+    """Detectors put a ``strength`` in [0, 1] in their evidence; otherwise full confidence."""
+    strength = alert.evidence.get("strength")
+    if strength is None:
+        return 1.0
+    return 0.5 + 0.5 * max(0.0, min(1.0, strength))

@@ -1,0 +1,93 @@
+"""The fabric-wide correlator: from every detector's symptoms to one incident per root cause.
+
+Each step it takes the symptoms active now and the topology, and
+
+1. joins link symptoms from both ends (:mod:`detectors.links`): faulty links, flaps, links down;
+2. builds the pause graph (:mod:`detectors.pause_graph`) and classifies its roots
+   (:mod:`detectors.classify`): storms, slow receivers, incasts, misconfigured buffers, uneven ECMP
+   groups, deadlocks;
+3. emits one root-cause incident per finding (``root_cause=True``), with the fingerprints of the
+   symptoms it explains, its evidence and a confidence; each explained symptom is re-emitted with
+   ``root_cause=False`` and ``inhibited_by`` = the incident's fingerprint, so on-call is paged for
+   the cause, not for each of its echoes. Symptoms nothing explains are emitted as they are.
+
+A ``link_down`` that turns out to be one down episode of a flapping link is re-published, once, as
+a symptom of the flap (the flap explains it), instead of standing as a second root cause.
+"""
+
+from __future__ import annotations
+
+from detectors.classify import deadlock_findings, device_findings, host_findings
+from detectors.features import Frame
+from detectors.incident import Finding, to_alert
+from detectors.kinds import LINK_DOWN, LINK_FLAP, PAUSE_WITHOUT_LOAD, UPLINK_IMBALANCE
+from detectors.links import link_findings
+from detectors.pause_graph import build
+from detectors.settings import CorrelatorSettings
+from pipeline.model import Alert
+from pipeline.topology import Topology
+
+#: when two incidents explain the same symptom, the first kind here takes it
+_PRECEDENCE = ("pfc_deadlock", "pfc_storm", "link_down", "link_flap", "faulty_link",
+               "buffer_misconfig", "incast", "slow_receiver", "ecmp_imbalance")
+_DEVICE_SYMPTOMS = frozenset({PAUSE_WITHOUT_LOAD, UPLINK_IMBALANCE})
+
+
+class Correlator:
+    def __init__(self, topology: Topology | None, settings: CorrelatorSettings | None = None):
+        self.topology = topology
+        self.settings = settings or CorrelatorSettings()
+        self._previous: dict[str, Alert] = {}
+
+    def findings(self, symptoms: list[Alert]) -> list[Finding]:
+        if self.topology is None:
+            return []
+        graph = build(symptoms, self.topology)
+        device_symptoms = [a for a in symptoms if a.name in _DEVICE_SYMPTOMS]
+        found = [*link_findings(symptoms, self.topology),
+                 *deadlock_findings(graph, self.topology),
+                 *host_findings(graph, self.topology),
+                 *device_findings(graph, device_symptoms, self.topology)]
+        found.sort(key=lambda f: (_rank(f.kind), f.entity))
+        return found
+
+    def correlate(self, symptoms: list[Alert], frame: Frame) -> list[Alert]:
+        """Incidents and (annotated) symptoms, as active now."""
+        now = frame.now_ns
+        found = self.findings(symptoms)
+        owner: dict[str, Alert] = {}  # symptom fingerprint → the incident that explains it
+        incidents: list[Alert] = []
+        for finding in found:
+            explained = [s for s in symptoms if s.fingerprint not in owner and
+                         (set(s.ports) & finding.explains_at or s.entity in finding.explains_at)]
+            incident = to_alert(finding, explained, now)
+            incidents.append(incident)
+            for s in explained:
+                owner[s.fingerprint] = incident
+        out = list(incidents)
+        out.extend(self._demoted(incidents, now))
+        if self.settings.publish_symptoms:
+            for s in symptoms:
+                cause = owner.get(s.fingerprint)
+                out.append(s if cause is None else
+                           s.model_copy(update={"inhibited_by": cause.fingerprint}))
+        self._previous = {a.fingerprint: a for a in incidents}
+        return out
+
+    def _demoted(self, incidents: list[Alert], now: int) -> list[Alert]:
+        """A link_down of the last step whose link now flaps becomes a symptom of the flap."""
+        flaps = {a.entity: a for a in incidents if a.name == LINK_FLAP}
+        current = {a.fingerprint for a in incidents}
+        out = []
+        for fp, prev in self._previous.items():
+            if fp in current or prev.name != LINK_DOWN or prev.entity not in flaps:
+                continue
+            flap = flaps[prev.entity]
+            out.append(prev.model_copy(update={
+                "root_cause": False, "inhibited_by": flap.fingerprint, "explains": (),
+                "updated_at_ns": now}))
+        return out
+
+
+def _rank(kind: str) -> int:
+    return _PRECEDENCE.index(kind) if kind in _PRECEDENCE else len(_PRECEDENCE)

@@ -1,0 +1,63 @@
+"""Alert state by fingerprint, on event time: what changed since the last step.
+
+:class:`AlertBook` receives, at each step, the complete set of alerts active now (incidents and
+symptoms) and returns only the state changes to publish, Alertmanager style:
+
+* **firing**   a fingerprint not active before: published with its ``starts_at``;
+* **updated**  an active fingerprint whose verdict changed (severity, root cause, what it explains,
+  what inhibits it, its ports), or whose evidence has not been re-published for ``update_every_s``
+  of event time: published with the original ``starts_at`` and a new ``updated_at``;
+* **resolved** a fingerprint no longer active: published once with ``ends_at`` = the step's event
+  time.
+
+Times are the samples' event times, never a wall clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pipeline.model import Alert
+
+_VERDICT = ("severity", "root_cause", "explains", "inhibited_by", "ports", "name", "entity")
+
+
+class AlertBook:
+    def __init__(self, update_every_s: float = 10.0) -> None:
+        self.update_every_ns = int(update_every_s * 1e9)
+        self.firing: dict[str, Alert] = {}
+        self._published_ns: dict[str, int] = {}
+        self.counts = {"firing": 0, "updated": 0, "resolved": 0}
+
+    def reconcile(self, current: Iterable[Alert], now_ns: int) -> list[Alert]:
+        out: list[Alert] = []
+        seen: set[str] = set()
+        for alert in current:
+            fp = alert.fingerprint
+            if fp in seen:
+                continue
+            seen.add(fp)
+            prev = self.firing.get(fp)
+            if prev is None:
+                self.firing[fp] = alert
+                self._published_ns[fp] = now_ns
+                self.counts["firing"] += 1
+                out.append(alert)
+                continue
+            alert = alert.model_copy(update={"starts_at_ns": prev.starts_at_ns})
+            self.firing[fp] = alert
+            changed = any(getattr(alert, f) != getattr(prev, f) for f in _VERDICT)
+            if changed or now_ns - self._published_ns[fp] >= self.update_every_ns:
+                self._published_ns[fp] = now_ns
+                self.counts["updated"] += 1
+                out.append(alert)
+        for fp in [fp for fp in self.firing if fp not in seen]:
+            prev = self.firing.pop(fp)
+            self._published_ns.pop(fp, None)
+            end = max(now_ns, prev.updated_at_ns)
+            self.counts["resolved"] += 1
+            out.append(prev.model_copy(update={"ends_at_ns": end, "updated_at_ns": end}))
+        return out
+
+    def active(self) -> list[Alert]:
+        return list(self.firing.values())

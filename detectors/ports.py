@@ -1,0 +1,115 @@
+"""What each port id is in the fabric: host-facing, fabric link end, or a device-level row.
+
+:class:`PortIndex` extends :class:`~detectors.series.SeriesIndex` with the topology, in arrays
+indexed by port id: the kind of port, its line rate, the port at the other end of its link, and the
+entity it belongs to (a link id, a host, or the port itself when the topology does not know it).
+Detectors read these arrays to judge rates against line rate and to compare both ends of a link.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+import numpy as np
+from numpy.typing import NDArray
+
+from detectors.series import SeriesIndex
+from pipeline.topology import Host, Link, Port, Topology
+
+
+class PortKind(IntEnum):
+    UNKNOWN = 0
+    HOST = 1  # a leaf port facing a host NIC
+    FABRIC = 2  # one end of a switch-to-switch link
+    DEVICE = 3  # a device-level row (collector health, counter resets): no port name
+
+
+class PortIndex:
+    """Topology facts per port id, kept in step with a :class:`SeriesIndex`."""
+
+    def __init__(self, names: SeriesIndex, topology: Topology | None) -> None:
+        self.names = names
+        self.topology = topology
+        self.kind = np.empty(0, np.int8)
+        self.line_bps = np.empty(0, np.float64)
+        self.peer = np.empty(0, np.int64)
+        self.entity: list[str] = []
+        self.host: list[str] = []  # the host behind a HOST port, else ""
+        self._synced = 0
+
+    @property
+    def n(self) -> int:
+        return self._synced
+
+    def sync(self) -> None:
+        """Describe the port ids the series index has added since the last call."""
+        total = self.names.n_ports
+        if total == self._synced:
+            return
+        new = range(self._synced, total)
+        kinds = np.zeros(len(new), np.int8)
+        line = np.full(len(new), np.nan)
+        for i, pid in enumerate(new):
+            device = self.names.device_of(pid)
+            name = self.names.port_name[pid]
+            if not name:
+                kinds[i] = PortKind.DEVICE
+                self.entity.append(device)
+                self.host.append("")
+                continue
+            att = self.topology.attachment(Port(device, name)) if self.topology else None
+            if isinstance(att, Link):
+                kinds[i] = PortKind.FABRIC
+                line[i] = att.gbps * 1e9 if att.gbps else np.nan
+                self.entity.append(att.id)
+                self.host.append("")
+            elif isinstance(att, Host):
+                kinds[i] = PortKind.HOST
+                line[i] = att.gbps * 1e9 if att.gbps else np.nan
+                self.entity.append(att.name)
+                self.host.append(att.name)
+            else:
+                self.entity.append(f"{device}:{name}")
+                self.host.append("")
+        self.kind = np.concatenate([self.kind, kinds])
+        self.line_bps = np.concatenate([self.line_bps, line])
+        self.peer = np.concatenate([self.peer, np.full(len(new), -1, np.int64)])
+        self._synced = total
+        self._link_peers()
+
+    def _link_peers(self) -> None:
+        if self.topology is None:
+            return
+        for pid in np.flatnonzero((self.kind == PortKind.FABRIC) & (self.peer < 0)):
+            port = Port(self.names.device_of(int(pid)), self.names.port_name[int(pid)])
+            other = self.topology.peer(port)
+            if other is None:
+                continue
+            opid = self.names.find_port(other.device, other.name)
+            if opid is not None and opid < self._synced:
+                self.peer[pid] = opid
+                self.peer[opid] = pid
+
+    def set_speed(self, pids: NDArray[np.int64], bps: NDArray[np.float64]) -> None:
+        """Learn line rates the topology did not give (from ``if_speed`` samples)."""
+        ok = np.isfinite(bps) & (bps > 0) & ~np.isfinite(self.line_bps[pids])
+        self.line_bps[pids[ok]] = bps[ok]
+
+    def label(self, pid: int) -> str:
+        return self.names.port_label(pid)
+
+    def device(self, pid: int) -> str:
+        return self.names.device_of(pid)
+
+    def is_leaf(self, pid: int) -> bool:
+        topo = self.topology
+        device = self.device(pid)
+        return device in topo.leaves if topo else device.startswith("leaf")
+
+    def ports_of(self, device: str) -> NDArray[np.int64]:
+        """Port ids (with a port name) of one device."""
+        did = self.names._device_id.get(device)
+        if did is None:
+            return np.empty(0, np.int64)
+        dev = np.asarray(self.names.port_device[: self._synced], np.int64)
+        return np.flatnonzero((dev == did) & (self.kind != PortKind.DEVICE)).astype(np.int64)

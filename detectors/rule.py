@@ -1,0 +1,126 @@
+"""A per-port rule: evaluate the ports that got a new driving sample, persist, and keep symptoms.
+
+Most detectors share one shape: when a port's driving metric has a new sample, judge it (bad,
+good, or unknown, per port or per priority/queue slot), feed the verdicts to a
+:class:`~detectors.base.Persistence`, and keep a symptom per key that fired. :class:`PortRule`
+does that once; a detector supplies the driver, the judgement and the symptom's name.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel
+
+from detectors.base import Detector, DetectorOptions, Persistence, Symptoms
+from detectors.features import QUAL_SLOTS, Frame, cols
+from detectors.ports import PortIndex
+from detectors.signals import At
+from pipeline.metrics import CATALOG, METRIC_ID
+from pipeline.model import Alert, Severity
+from pipeline.topology import Topology
+
+B = NDArray[np.bool_]
+F = NDArray[np.float64]
+
+
+@dataclass
+class Verdict:
+    """Per evaluated port × slot: bad, good (neither = unknown), and evidence columns."""
+
+    bad: B
+    good: B
+    evidence: Mapping[str, F] = field(default_factory=dict)
+    #: optional per-key evidence needed before firing (else the rule's ``fire_after``)
+    fire_after: NDArray[np.int64] | None = None
+    severity: Severity = Severity.WARNING
+
+
+class PortRule(Detector):
+    """Base of the per-port detectors."""
+
+    #: the metric whose new samples trigger an evaluation of a port
+    driver: ClassVar[str]
+    #: the symptom name this rule raises
+    symptom: ClassVar[str]
+    #: 1 for a per-port rule, 8 for a per-priority / per-queue rule
+    slots: ClassVar[int] = 1
+    #: the label naming a slot ("priority" or "queue")
+    slot_label: ClassVar[str] = ""
+
+    def __init__(self, instance: str, options: BaseModel, *, topology: Topology | None) -> None:
+        super().__init__(instance, options, topology=topology)
+        opts = options if isinstance(options, DetectorOptions) else DetectorOptions()
+        self.persistence = Persistence(opts.fire_after, opts.clear_after)
+        self.symptoms = Symptoms(self.name)
+        self.last_eval = np.full(0, -1, np.int64)
+        m = METRIC_ID[self.driver]
+        self._driver_cols = cols(self.driver) if CATALOG[m].qualifier else slice(
+            int(cols(self.driver).start), int(cols(self.driver).start) + 1)
+
+    def observe(self, frame: Frame, now_ns: int) -> list[Alert]:
+        n = frame.table.n_ports
+        if self.last_eval.shape[0] < n:
+            self.last_eval = np.concatenate([self.last_eval,
+                                             np.full(n - self.last_eval.shape[0], -1, np.int64)])
+        pids = self.candidates(frame)
+        if pids.size:
+            ts = frame.table.ts[pids, self._driver_cols].max(axis=1)
+            new = ts > self.last_eval[pids]
+            pids, ts = pids[new], ts[new]
+        if pids.size:
+            self.last_eval[pids] = ts
+            at = At.driven_by(frame, pids, ts, int(self._driver_cols.start))
+            verdict = self.evaluate(frame, at)
+            self._advance(frame.ports, at, verdict)
+        return self.symptoms.alerts()
+
+    def candidates(self, frame: Frame) -> NDArray[np.int64]:
+        """Ports this rule may judge (default: every touched port with a name)."""
+        t = frame.touched
+        return t[frame.ports.kind[t] != 3]
+
+    @abstractmethod
+    def evaluate(self, frame: Frame, at: At) -> Verdict:
+        """Judge the ports ``at.pids`` at ``at.ts`` (arrays shaped ports × ``slots``)."""
+
+    def labels(self, ports: PortIndex, pid: int, slot: int) -> dict[str, str]:
+        out = {"device": ports.device(pid), "port": ports.names.port_name[pid]}
+        if self.slots > 1:
+            out[self.slot_label] = str(slot)
+        return out
+
+    def _advance(self, ports: PortIndex, at: At, v: Verdict) -> None:
+        k = self.slots
+        keys = (at.pids[:, None] * QUAL_SLOTS + np.arange(k)[None, :]).ravel()
+        ts = np.repeat(at.ts, k)
+        bad = np.asarray(v.bad, bool).reshape(-1, k).ravel()
+        good = np.asarray(v.good, bool).reshape(-1, k).ravel()
+        need = None if v.fire_after is None else np.asarray(v.fire_after).reshape(-1, k).ravel()
+        fired, cleared = self.persistence.step(keys, bad, good, ts, need)
+        for key in cleared.tolist():
+            self.symptoms.clear(key)
+        firing = self.persistence.is_firing(keys)
+        if not firing.any():
+            return
+        fired_set = set(fired.tolist())
+        ev = {name: np.asarray(arr, np.float64).reshape(-1, k).ravel()
+              for name, arr in v.evidence.items()}
+        for i in np.flatnonzero(firing).tolist():
+            key = int(keys[i])
+            evidence = {name: float(arr[i]) for name, arr in ev.items()}
+            if key in fired_set or key not in self.symptoms.active:
+                pid, slot = divmod(key, QUAL_SLOTS)
+                label = ports.label(pid)
+                self.symptoms.fire(
+                    key, name=self.symptom, entity=label, ports=(label,),
+                    labels=self.labels(ports, pid, slot), evidence=evidence,
+                    onset_ns=int(self.persistence.onset_ns[key]), ts_ns=int(ts[i]),
+                    severity=v.severity)
+            elif bad[i] or good[i]:
+                self.symptoms.update(key, evidence, int(ts[i]))

@@ -1,0 +1,139 @@
+"""Stable ids for what batches name: ports, and series (port × metric × qualifier).
+
+A :class:`~pipeline.model.SampleBatch` names devices and ports through per-batch vocabularies;
+detection keeps state in arrays indexed by stable ids. :class:`SeriesIndex` turns a batch's code
+columns into global port ids and series ids without a per-row Python loop: vocabularies are mapped
+once per distinct vocabulary (collectors reuse theirs batch after batch), device×port pairs once per
+distinct pair in the batch, and series keys are looked up with a sorted-array search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pipeline.model import SampleBatch
+
+#: bits of a series key given to the metric code and to the qualifier (+1, so -1 fits)
+_METRIC_BITS = 12
+_QUAL_BITS = 12
+_QUAL_MAX = (1 << _QUAL_BITS) - 2
+
+
+@dataclass(frozen=True)
+class BatchIds:
+    """Per-row ids of one batch, in the batch's row order."""
+
+    port: NDArray[np.int64]
+    series: NDArray[np.int64]
+
+
+class SeriesIndex:
+    """Global names → dense ids for devices, ports (``device:port``) and series."""
+
+    def __init__(self) -> None:
+        self.devices: list[str] = []
+        self._device_id: dict[str, int] = {}
+        #: per port id: device id, and the port's name on its device ("" for device-level rows)
+        self.port_device: list[int] = []
+        self.port_name: list[str] = []
+        self._port_id: dict[tuple[int, str], int] = {}
+        self._keys = np.empty(0, np.int64)  # sorted series keys
+        self._key_ids = np.empty(0, np.int64)  # series id of each sorted key
+        #: per series id: port id, metric code, qualifier
+        self.series_port = np.empty(0, np.int64)
+        self.series_metric = np.empty(0, np.int64)
+        self.series_qual = np.empty(0, np.int64)
+        self._vocab_cache: dict[int, tuple[tuple[str, ...], NDArray[np.int64]]] = {}
+
+    # -- names ------------------------------------------------------------------------------
+
+    def device_id(self, name: str) -> int:
+        did = self._device_id.get(name)
+        if did is None:
+            did = self._device_id[name] = len(self.devices)
+            self.devices.append(name)
+        return did
+
+    def port_id(self, device: str, port: str) -> int:
+        key = (self.device_id(device), port)
+        pid = self._port_id.get(key)
+        if pid is None:
+            pid = self._port_id[key] = len(self.port_name)
+            self.port_device.append(key[0])
+            self.port_name.append(port)
+        return pid
+
+    def find_port(self, device: str, port: str) -> int | None:
+        did = self._device_id.get(device)
+        return None if did is None else self._port_id.get((did, port))
+
+    def port_label(self, pid: int) -> str:
+        """``device:port`` (or the device alone for device-level rows)."""
+        device = self.devices[self.port_device[pid]]
+        name = self.port_name[pid]
+        return f"{device}:{name}" if name else device
+
+    def device_of(self, pid: int) -> str:
+        return self.devices[self.port_device[pid]]
+
+    @property
+    def n_ports(self) -> int:
+        return len(self.port_name)
+
+    @property
+    def n_series(self) -> int:
+        return int(self.series_port.shape[0])
+
+    # -- batches ----------------------------------------------------------------------------
+
+    def _device_codes(self, vocab: tuple[str, ...]) -> NDArray[np.int64]:
+        cached = self._vocab_cache.get(id(vocab))
+        if cached is not None and cached[0] is vocab:
+            return cached[1]
+        codes = np.fromiter((self.device_id(d) for d in vocab), np.int64, len(vocab))
+        if len(self._vocab_cache) > 256:
+            self._vocab_cache.clear()
+        self._vocab_cache[id(vocab)] = (vocab, codes)
+        return codes
+
+    def ids(self, batch: SampleBatch) -> BatchIds:
+        """Port and series ids for every row of ``batch`` (new names get new ids)."""
+        n = len(batch)
+        if n == 0:
+            empty = np.empty(0, np.int64)
+            return BatchIds(empty, empty)
+        gdev = self._device_codes(batch.devices)[batch.device]
+        pair = (gdev << 32) | batch.port.astype(np.int64)
+        uniq, inverse = np.unique(pair, return_inverse=True)
+        uniq_pid = np.fromiter(
+            (self.port_id(self.devices[int(u >> 32)], batch.ports[int(u & 0xFFFFFFFF)])
+             for u in uniq), np.int64, len(uniq))
+        port = uniq_pid[inverse]
+        qual = np.clip(batch.qual.astype(np.int64), -1, _QUAL_MAX) + 1
+        key = (port << (_METRIC_BITS + _QUAL_BITS)) | (batch.metric.astype(np.int64) << _QUAL_BITS) | qual
+        return BatchIds(port, self._series_ids(key))
+
+    def _series_ids(self, key: NDArray[np.int64]) -> NDArray[np.int64]:
+        pos = np.searchsorted(self._keys, key)
+        pos_c = np.minimum(pos, max(len(self._keys) - 1, 0))
+        known = (len(self._keys) > 0) & (self._keys[pos_c] == key) if len(self._keys) else \
+            np.zeros(key.shape, bool)
+        if not known.all():
+            new = np.unique(key[~known])
+            first = self.n_series
+            new_ids = np.arange(first, first + len(new), dtype=np.int64)
+            self.series_port = np.concatenate([self.series_port,
+                                               new >> (_METRIC_BITS + _QUAL_BITS)])
+            self.series_metric = np.concatenate([self.series_metric,
+                                                 (new >> _QUAL_BITS) & ((1 << _METRIC_BITS) - 1)])
+            self.series_qual = np.concatenate([self.series_qual,
+                                               (new & ((1 << _QUAL_BITS) - 1)) - 1])
+            keys = np.concatenate([self._keys, new])
+            ids = np.concatenate([self._key_ids, new_ids])
+            order = np.argsort(keys, kind="stable")
+            self._keys, self._key_ids = keys[order], ids[order]
+            pos = np.searchsorted(self._keys, key)
+        return self._key_ids[pos]

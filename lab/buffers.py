@@ -1,0 +1,40 @@
+"""Buffer, PFC and ECN settings of the simulated switches and NICs.
+
+Defaults model a 400G shallow-buffer leaf/spine configured the way the RoCE literature recommends
+(notes/anchors-papers.md §2): ECN starts marking (Kmin) well below the PFC XOFF threshold, so ECN
+acts before PFC; lossless headroom absorbs what is in flight after XOFF is sent; a paused port is
+re-paused every half pause-quanta while it stays in XOFF. Only priority 3 (RoCE) is lossless and
+ECN-capable; every other priority is lossy and tail-drops at ``lossy_limit_bytes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PAUSE_QUANTUM_BITS = 512
+MAX_PAUSE_QUANTA = 0xFFFF
+
+
+@dataclass(frozen=True)
+class BufferProfile:
+    xoff_bytes: float = 400e3          # PG threshold at which a switch ingress sends XOFF
+    xon_band_bytes: float = 64e3       # hysteresis: XON is sent this far below XOFF
+    headroom_bytes: float = 200e3      # absorbs in-flight bytes after XOFF (cable + reaction)
+    nic_xoff_bytes: float = 256e3      # a NIC's receive buffer level at which it pauses the leaf
+    ecn_kmin_bytes: float = 50e3
+    ecn_kmax_bytes: float = 2e6
+    ecn_pmax: float = 0.2
+    lossy_limit_bytes: float = 2e6     # tail-drop limit of a lossy egress queue
+    burst_bytes: float = 8192.0        # mean micro-burst size behind the queue-length noise
+    roce_frame_bytes: float = 4150.0   # 4096 B payload + Eth/IP/UDP/BTH/ICRC/FCS
+    lossy_frame_bytes: float = 1500.0
+    lossless: tuple[int, ...] = (3,)
+    ecn_capable: tuple[int, ...] = (3,)
+
+    def frame_bytes(self, prio: int) -> float:
+        return self.roce_frame_bytes if prio in self.lossless else self.lossy_frame_bytes
+
+    @staticmethod
+    def pause_refresh_s(bps: float) -> float:
+        """A paused port re-sends XOFF every half of the longest pause it can request."""
+        return MAX_PAUSE_QUANTA * PAUSE_QUANTUM_BITS / bps / 2.0

@@ -1,0 +1,177 @@
+"""The leaves a simulated switch serves in the OpenConfig-style dialects, mapped onto the snapshot.
+
+One :class:`LeafTable` per switch lists every leaf path the dialect exposes (see
+``docs/telemetry-dialects.md``) with its kind and where its value lives in the snapshot vector, so
+rendering a subscription is a numpy gather plus a protobuf fill. ``openconfig`` serves OpenConfig
+interfaces, if-ethernet and qos with the Enterprise-SONiC ``openconfig-qos-ext`` PFC augment;
+``arista`` serves the same interfaces and queues, plus ``instant-queue-len``, with PFC under the
+EOS ``arista-intf-augments`` / ``arista-pfc-history-counters-augment`` paths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lab import counters as K
+from lab.counters import Layout
+from lab.gnmi.paths import Elem, PathT, matches
+from lab.wiring import N_PRIO, Wiring
+
+MODULES = {"interfaces": "openconfig-interfaces", "qos": "openconfig-qos"}
+
+OPER_NAMES = {1: "UP", 2: "DOWN", 3: "TESTING", 4: "UNKNOWN", 5: "DORMANT", 6: "NOT_PRESENT",
+              7: "LOWER_LAYER_DOWN"}
+
+
+class Kind(IntEnum):
+    COUNTER = 0     # counter64 from the snapshot
+    GAUGE = 1       # uint64 gauge from the snapshot
+    UINT = 2        # constant unsigned integer
+    ENUM = 3        # oper/admin status from the snapshot, served as its OpenConfig name
+    BOOL = 4        # true when the snapshot value is 1 (admin up)
+    STRING = 5      # constant string
+    TIMETICKS = 6   # simulated seconds in the snapshot, served as ns since the epoch
+
+
+@dataclass(frozen=True, eq=False)
+class LeafTable:
+    paths: tuple[PathT, ...]
+    kinds: NDArray[np.int8]
+    index: NDArray[np.int64]          # snapshot index, -1 for constants
+    consts: tuple[object, ...]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def select(self, pattern: PathT) -> NDArray[np.int64]:
+        """Indices of the leaves under ``pattern``, in table order."""
+        root = pattern[0][0] if pattern else "*"
+        found = [i for i, p in enumerate(self.paths)
+                 if (root in ("*", "...") or p[0][0] == root) and matches(pattern, p)]
+        return np.asarray(found, dtype=np.int64)
+
+
+class _Builder:
+    def __init__(self, layout: Layout) -> None:
+        self.lay = layout
+        self.paths: list[PathT] = []
+        self.kinds: list[int] = []
+        self.index: list[int] = []
+        self.consts: list[object] = []
+
+    def add(self, path: PathT, kind: Kind, index: int = -1, const: object = None) -> None:
+        self.paths.append(path)
+        self.kinds.append(int(kind))
+        self.index.append(index)
+        self.consts.append(const)
+
+    def table(self) -> LeafTable:
+        return LeafTable(tuple(self.paths), np.asarray(self.kinds, dtype=np.int8),
+                         np.asarray(self.index, dtype=np.int64), tuple(self.consts))
+
+
+def _e(name: str, **keys: str) -> Elem:
+    return (name, tuple(sorted((k.replace("_", "-"), v) for k, v in keys.items())))
+
+
+_IF_COUNTERS = (
+    ("in-octets", K.P_IN_OCTETS), ("out-octets", K.P_OUT_OCTETS), ("in-pkts", K.P_IN_PKTS),
+    ("out-pkts", K.P_OUT_PKTS), ("in-unicast-pkts", K.P_IN_PKTS),
+    ("out-unicast-pkts", K.P_OUT_PKTS), ("in-errors", K.P_IN_ERRORS),
+    ("out-errors", K.P_OUT_ERRORS), ("in-discards", K.P_IN_DISCARDS),
+    ("out-discards", K.P_OUT_DISCARDS), ("in-fcs-errors", K.P_IN_FCS),
+    ("carrier-transitions", K.P_CARRIER),
+)
+_ETH_COUNTERS = (
+    ("in-crc-errors", K.P_IN_FCS), ("in-symbol-error", K.P_IN_SYMBOL),
+    ("fec-corrected-blocks", K.P_FEC_CORR), ("fec-uncorrectable-blocks", K.P_FEC_UNCORR),
+)
+_QUEUE_LEAVES = (
+    ("transmit-pkts", K.Q_TX_PKTS, Kind.COUNTER), ("transmit-octets", K.Q_TX_OCTETS, Kind.COUNTER),
+    ("dropped-pkts", K.Q_DROPPED, Kind.COUNTER), ("ecn-marked-pkts", K.Q_ECN, Kind.COUNTER),
+    ("max-queue-len", K.Q_WATERMARK, Kind.GAUGE),
+)
+
+
+def speed_identity(bps: float) -> str:
+    gb = int(round(bps / 1e9))
+    return f"openconfig-if-ethernet:SPEED_{gb}GB"
+
+
+def build_leaf_table(dialect: str, switch: str, wiring: Wiring, layout: Layout) -> LeafTable:
+    """Every leaf ``dialect`` serves on ``switch`` (dialects ``openconfig`` and ``arista``)."""
+    b = _Builder(layout)
+    ports = wiring.switch_ports[wiring.device_index(switch)].tolist()
+    for p in ports:
+        _interface(b, wiring, p, layout, arista=dialect == "arista")
+    for p in ports:
+        _qos(b, wiring, p, layout, dialect)
+    return b.table()
+
+
+def _interface(b: _Builder, w: Wiring, p: int, lay: Layout, *, arista: bool) -> None:
+    name = w.port_name[p]
+    root = (_e("interfaces"), _e("interface", name=name))
+    b.add(root + (_e("name"),), Kind.STRING, const=name)
+    b.add(root + (_e("config"), _e("name")), Kind.STRING, const=name)
+    b.add(root + (_e("config"), _e("enabled")), Kind.BOOL, lay.port_index(p, K.P_ADMIN))
+    st = root + (_e("state"),)
+    b.add(st + (_e("name"),), Kind.STRING, const=name)
+    b.add(st + (_e("ifindex"),), Kind.UINT, const=int(w.port_number[p]))
+    b.add(st + (_e("enabled"),), Kind.BOOL, lay.port_index(p, K.P_ADMIN))
+    b.add(st + (_e("admin-status"),), Kind.ENUM, lay.port_index(p, K.P_ADMIN))
+    b.add(st + (_e("oper-status"),), Kind.ENUM, lay.port_index(p, K.P_OPER))
+    b.add(st + (_e("last-change"),), Kind.TIMETICKS, lay.port_index(p, K.P_LAST_CHANGE))
+    for leaf, fld in _IF_COUNTERS:
+        b.add(st + (_e("counters"), _e(leaf)), Kind.COUNTER, lay.port_index(p, fld))
+    eth = root + (_e("ethernet"), _e("state"))
+    b.add(eth + (_e("port-speed"),), Kind.STRING, const=speed_identity(float(w.bps[p])))
+    for leaf, fld in _ETH_COUNTERS:
+        b.add(eth + (_e("counters"), _e(leaf)), Kind.COUNTER, lay.port_index(p, fld))
+    if arista:
+        for prio in range(N_PRIO):
+            pri = root + (_e("ethernet"), _e("pfc"), _e("priorities"),
+                          _e("priority", index=str(prio)))
+            b.add(pri + (_e("index"),), Kind.UINT, const=prio)
+            b.add(pri + (_e("state"), _e("index")), Kind.UINT, const=prio)
+            for leaf, fld in (("in-frames", K.Q_PFC_RX), ("out-frames", K.Q_PFC_TX),
+                              ("pfc-on-total-rx-time", K.Q_PFC_RX_US)):
+                b.add(pri + (_e("state"), _e(leaf)), Kind.COUNTER, lay.prio_index(p, prio, fld))
+
+
+def _qos(b: _Builder, w: Wiring, p: int, lay: Layout, dialect: str) -> None:
+    name = w.port_name[p]
+    root = (_e("qos"), _e("interfaces"), _e("interface", interface_id=name))
+    b.add(root + (_e("interface-id"),), Kind.STRING, const=name)
+    b.add(root + (_e("state"), _e("interface-id")), Kind.STRING, const=name)
+    for q in range(N_PRIO):
+        qr = root + (_e("output"), _e("queues"), _e("queue", name=str(q)))
+        b.add(qr + (_e("name"),), Kind.STRING, const=str(q))
+        b.add(qr + (_e("state"), _e("name")), Kind.STRING, const=str(q))
+        for leaf, fld, kind in _QUEUE_LEAVES:
+            b.add(qr + (_e("state"), _e(leaf)), kind, lay.prio_index(p, q, fld))
+        if dialect == "arista":
+            b.add(qr + (_e("state"), _e("instant-queue-len")), Kind.GAUGE,
+                  lay.prio_index(p, q, K.Q_OCCUPANCY))
+    if dialect == "openconfig":
+        for prio in range(N_PRIO):
+            pr = root + (_e("pfc"), _e("pfc-priorities"), _e("pfc-priority", dot1p=str(prio)))
+            b.add(pr + (_e("dot1p"),), Kind.UINT, const=prio)
+            b.add(pr + (_e("state"), _e("dot1p")), Kind.UINT, const=prio)
+            for leaf, fld in (("pause-frames-rx", K.Q_PFC_RX), ("pause-frames-tx", K.Q_PFC_TX)):
+                b.add(pr + (_e("state"), _e("statistics"), _e(leaf)), Kind.COUNTER,
+                      lay.prio_index(p, prio, fld))
+
+
+def interface_admin_paths(table: LeafTable) -> dict[str, int]:
+    """Interface name -> snapshot index of its admin status (for Set)."""
+    out: dict[str, int] = {}
+    for path, idx in zip(table.paths, table.index.tolist(), strict=True):
+        if len(path) == 4 and path[0][0] == "interfaces" and path[2][0] == "config" \
+                and path[3][0] == "enabled":
+            out[dict(path[1][1])["name"]] = idx
+    return out

@@ -1,0 +1,61 @@
+"""How an :class:`~pipeline.model.Alert` looks in Alertmanager's terms: its label set (what
+matchers see and receivers send), its annotations, and its times in RFC 3339.
+
+The label set is the alert's identity (``alertname``, ``entity`` and the detector's labels), so
+``fingerprint`` is exactly Alertmanager's hash of the labels a receiver is sent. Severity is not
+identity (an incident may escalate without becoming a new alert): matchers still see it, together
+with ``root_cause``, as extra labels, and receivers get it as an annotation.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from pipeline.model import Alert
+
+#: what Alertmanager writes for an end time that is not set (a firing alert)
+ZERO_TIME = "0001-01-01T00:00:00Z"
+RUNBOOK_DIR = "remediation/runbooks"
+
+
+def match_labels(alert: Alert) -> dict[str, str]:
+    """The labels routes, silences and inhibit rules match on."""
+    return {"severity": alert.severity.value, "root_cause": str(alert.root_cause).lower(),
+            **alert.identity}
+
+
+def alert_annotations(alert: Alert) -> dict[str, str]:
+    """The detector's annotations plus the facts on-call needs to act."""
+    out = {
+        "summary": f"{alert.name} on {alert.entity}",
+        "severity": alert.severity.value,
+        "root_cause": str(alert.root_cause).lower(),
+        "confidence": f"{alert.confidence:.2f}",
+        "runbook": f"{RUNBOOK_DIR}/{alert.name}.md",
+    }
+    if alert.ports:
+        out["ports"] = ",".join(alert.ports)
+    if alert.explains:
+        out["explains"] = ",".join(alert.explains)
+    if alert.inhibited_by:
+        out["inhibited_by"] = alert.inhibited_by
+    if alert.evidence:
+        out["evidence"] = json.dumps(alert.evidence, sort_keys=True)
+    out.update(alert.annotations)
+    return out
+
+
+def rfc3339(ns: int | None) -> str:
+    """Go's RFC3339Nano in UTC (trailing zeros of the fraction trimmed); None → the zero time."""
+    if ns is None:
+        return ZERO_TIME
+    secs, frac = divmod(int(ns), 1_000_000_000)
+    base = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = f"{frac:09d}".rstrip("0")
+    return f"{base}.{fraction}Z" if fraction else f"{base}Z"
+
+
+def status(alert: Alert, at_ns: int) -> str:
+    """``firing`` or ``resolved`` as of event time ``at_ns``."""
+    return "firing" if alert.ends_at_ns is None or alert.ends_at_ns > at_ns else "resolved"

@@ -1,0 +1,56 @@
+"""The audit trail: every notification and every runbook step becomes an
+:class:`~pipeline.model.ActionResult` on the actions topic (ingest stores it).
+
+Records are one JSON object per line (the ingest loop's format), keyed by target so a target's
+records stay in order. The recorder keeps the most recent records in memory for health output and
+tests; it never decides anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Iterable
+
+from pipeline.bus import Producer
+from pipeline.errors import BusError
+from pipeline.model import ActionResult
+
+log = logging.getLogger("rocewatch.remediation.audit")
+
+
+class Recorder:
+    def __init__(self, producer: Producer | None, topic: str, keep: int = 1000) -> None:
+        self._producer = producer
+        self._topic = topic
+        self._lock = threading.Lock()
+        self.recent: deque[ActionResult] = deque(maxlen=keep)
+        self.total = 0
+        self.failures = 0
+
+    def record(self, results: ActionResult | Iterable[ActionResult]) -> None:
+        batch = [results] if isinstance(results, ActionResult) else list(results)
+        with self._lock:
+            self.recent.extend(batch)
+            self.total += len(batch)
+            if self._producer is None:
+                return
+            for result in batch:
+                try:
+                    self._producer.send(self._topic, result.model_dump_json().encode(),
+                                        key=result.target.encode())
+                except BusError as exc:  # the bus is down: say so loudly, keep the record here
+                    self.failures += 1
+                    log.error("cannot publish %s %s for %s: %s", result.action, result.outcome,
+                              result.target, exc)
+
+    def flush(self) -> None:
+        if self._producer is not None:
+            self._producer.flush()
+
+    def find(self, action: str | None = None, target: str | None = None) -> list[ActionResult]:
+        with self._lock:
+            return [r for r in self.recent
+                    if (action is None or r.action == action)
+                    and (target is None or r.target == target)]

@@ -1,0 +1,124 @@
+"""Commands people give remediation, on the commands topic: approve or reject a pending runbook,
+record a repair, add or expire a silence, resume automation after a halt.
+
+One JSON object per message (``kind`` says which), keyed by ``target`` when there is one. The UI
+publishes them; the router applies them on event time and answers each with an audit record
+(``action: command``), so a person sees whether their command took. A message that does not
+decode is refused with the reason and never stops the loop.
+
+Example::
+
+    {"version": 1, "kind": "approve", "target": "leaf2~spine1", "by": "alice",
+     "comment": "checked the optics report", "id": "7f0c..."}
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from pipeline.errors import ConfigError, DecodeError
+from remediation.matchers import parse_matchers
+
+VERSION = 1
+
+
+class _Command(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1] = 1
+    #: unique per command; a command delivered twice is applied once
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1, max_length=64)
+    by: str = Field(min_length=1, max_length=200)
+    comment: str = Field("", max_length=2000)
+    #: wall-clock time the person issued it (informational; remediation runs on event time)
+    issued_at_ns: int = 0
+
+
+class Approve(_Command):
+    """Let a runbook awaiting approval on ``target`` go ahead (guards are checked again)."""
+
+    kind: Literal["approve"] = "approve"
+    target: str = Field(min_length=1)
+    run: str = ""
+
+
+class Reject(_Command):
+    """Refuse a runbook awaiting approval on ``target``."""
+
+    kind: Literal["reject"] = "reject"
+    target: str = Field(min_length=1)
+    run: str = ""
+
+
+class Repair(_Command):
+    """A repair was done on a drained link or isolated host: enable it and start the soak."""
+
+    kind: Literal["repair"] = "repair"
+    target: str = Field(min_length=1)
+    #: what was done (clean connector, replace optic, replace cable, reboot host ...)
+    action: str = Field(min_length=1, max_length=200)
+
+
+class Silence(_Command):
+    """Mute notifications of alerts matching every matcher, from ``starts_at_ns`` (0: now) to
+    ``ends_at_ns`` (event time, ns)."""
+
+    kind: Literal["silence"] = "silence"
+    matchers: tuple[str, ...] = Field(min_length=1)
+    starts_at_ns: int = Field(0, ge=0)
+    ends_at_ns: int = Field(gt=0)
+
+    @field_validator("matchers")
+    @classmethod
+    def _parse(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        try:
+            parse_matchers(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+
+class ExpireSilence(_Command):
+    kind: Literal["expire_silence"] = "expire_silence"
+    silence_id: str = Field(min_length=1)
+
+
+class Resume(_Command):
+    """Clear the stop-automation latch set when too much looked broken at once."""
+
+    kind: Literal["resume"] = "resume"
+
+
+Command = Annotated[Approve | Reject | Repair | Silence | ExpireSilence | Resume,
+                    Field(discriminator="kind")]
+_ADAPTER: TypeAdapter[Command] = TypeAdapter(Command)
+
+
+def decode_command(data: bytes) -> Command:
+    """Parse one command message; DecodeError says what is wrong with it."""
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DecodeError(f"command is not JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise DecodeError(f"command must be a JSON object, not {type(raw).__name__}")
+    try:
+        return _ADAPTER.validate_python(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'command'}: {e['msg']}"
+            for e in exc.errors())
+        raise DecodeError(f"bad {raw.get('kind', 'command')!s} command: {problems}") from None
+
+
+def encode_command(command: Command) -> bytes:
+    return command.model_dump_json().encode()
+
+
+def command_key(command: Command) -> bytes | None:
+    target = getattr(command, "target", "")
+    return target.encode() if target else None

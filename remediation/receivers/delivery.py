@@ -1,0 +1,125 @@
+"""Delivering notifications: retries with exponential backoff and jitter, off the dispatcher's
+path, and one audit record per notification with every attempt in its steps.
+
+Deliveries run on a small thread pool so a slow or failing receiver never holds the lifecycle up.
+A delivery that fails for good tells the dispatcher to forget it, so the next flush tries again
+(as Alertmanager's notification log does).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from pipeline.errors import RocewatchError
+from pipeline.model import ActionResult
+from remediation.audit import Recorder
+from remediation.notification import Notification
+from remediation.receivers.base import DeliveryError, Receiver
+
+log = logging.getLogger("rocewatch.remediation.delivery")
+
+OnFailed = Callable[[Notification], None]
+
+
+def backoff_s(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
+    """Exponential backoff with full jitter on the upper half: attempt 1 waits ~base."""
+    ceiling = min(cap_s, base_s * 2 ** (attempt - 1))
+    return float(ceiling / 2 + rng.random() * ceiling / 2)
+
+
+class Deliverer:
+    def __init__(self, receivers: Mapping[str, Receiver], recorder: Recorder,
+                 on_failed: OnFailed | None = None, workers: int = 4,
+                 stop: threading.Event | None = None, sleep: Callable[[float], Any] | None = None,
+                 seed: int | None = None) -> None:
+        self.receivers = dict(receivers)
+        self.recorder = recorder
+        self.on_failed = on_failed
+        self._stop = stop or threading.Event()
+        self._sleep = sleep or self._stop.wait
+        self._rng = random.Random(seed)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rw-deliver")
+        self._futures: set[Future[ActionResult]] = set()
+        self._lock = threading.Lock()
+
+    def submit(self, notification: Notification) -> Future[ActionResult]:
+        future = self._pool.submit(self.deliver, notification)
+        with self._lock:
+            self._futures.add(future)
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, future: Future[ActionResult]) -> None:
+        with self._lock:
+            self._futures.discard(future)
+
+    def drain(self, timeout_s: float = 30.0) -> None:
+        """Wait for deliveries in flight (tests, shutdown)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                pending = list(self._futures)
+            if not pending:
+                return
+            pending[0].exception(timeout=max(0.0, deadline - time.monotonic()))
+            if time.monotonic() > deadline:
+                return
+
+    def deliver(self, notification: Notification) -> ActionResult:
+        """Send with retries; record and return the audit record."""
+        receiver = self.receivers[notification.receiver]
+        opts = receiver.options
+        steps: list[dict[str, Any]] = []
+        outcome, detail = "failed", ""
+        for attempt in range(1, opts.attempts + 1):
+            started = time.monotonic()
+            try:
+                detail = receiver.send(notification)
+                steps.append({"step": "send", "attempt": attempt, "outcome": "done",
+                              "ms": round((time.monotonic() - started) * 1000, 1)})
+                outcome = "done"
+                break
+            except DeliveryError as exc:
+                steps.append({"step": "send", "attempt": attempt, "outcome": "failed",
+                              "status": exc.status, "error": str(exc)[:300]})
+                detail = str(exc)
+                if not exc.retryable or attempt == opts.attempts or self._stop.is_set():
+                    break
+                wait = backoff_s(attempt, opts.backoff, opts.max_backoff, self._rng)
+                if exc.retry_after_s is not None:
+                    wait = min(max(wait, exc.retry_after_s), opts.max_backoff)
+                self._sleep(wait)
+            except RocewatchError as exc:  # a receiver bug surfaced as our error: no retry
+                steps.append({"step": "send", "attempt": attempt, "outcome": "failed",
+                              "error": str(exc)[:300]})
+                detail = str(exc)
+                break
+        result = ActionResult(
+            action="notify", target=notification.receiver,
+            alert_fingerprint=",".join(notification.fingerprints),
+            alert_name=notification.group_labels.get("alertname", ""),
+            mode="auto",  # notifications always go out; modes govern runbooks
+            outcome=outcome,
+            detail=(f"{notification.status} {notification.reason} "
+                    f"{len(notification.alerts)} alert(s) group {notification.group_key}: "
+                    f"{detail}")[:1000],
+            steps=tuple(steps), at_ns=notification.at_ns)
+        self.recorder.record(result)
+        if outcome != "done":
+            log.warning("notification to %s failed after %d attempt(s): %s",
+                        notification.receiver, len(steps), detail)
+            if self.on_failed is not None:
+                self.on_failed(notification)
+        return result
+
+    def close(self) -> None:
+        self._stop.set()
+        self._pool.shutdown(wait=True, cancel_futures=False)
+        for receiver in self.receivers.values():
+            receiver.close()

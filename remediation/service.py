@@ -1,0 +1,302 @@
+"""Remediation assembled for one process: the bus in, the lifecycle and the runbooks, the audit
+trail out, the heartbeat, and the state that survives restarts.
+
+Inputs: the alerts and commands topics (consumer group ``remediation``) and the samples topic
+(group ``remediation-telemetry``: the event-time watermark and the link telemetry the drain
+checks need). Alerts go straight to the lifecycle; runbook inputs (alerts, approvals, repairs,
+resume) go through a queue to the runbook job, so runbooks run on one thread and the slow I/O of
+a drain step never holds up notifications. Bad input (a garbage alert list, a malformed command,
+an undecodable sample batch) is counted, logged, answered where a person is waiting for it, and
+never stops the loop or loses the good messages around it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from pipeline.bus import Bus, Message, Topics
+from pipeline.codec import decode_batch
+from pipeline.errors import DecodeError
+from pipeline.ingest import dead_letter
+from pipeline.model import ActionOutcome, ActionResult, Alert, alerts_to_json
+from pipeline.topology import Topology
+from remediation import state
+from remediation.alerting import Alerting, build_receivers
+from remediation.audit import Recorder
+from remediation.clock import EventClock
+from remediation.commands import Command, ExpireSilence, Silence, decode_command
+from remediation.drain import Drainer
+from remediation.receivers.base import Receiver
+from remediation.scheduler import Heartbeat
+from remediation.settings import RemediationSettings
+from remediation.switch import SwitchControl
+from remediation.te import HttpTe, TeController
+from remediation.telemetry import LinkTelemetry
+
+log = logging.getLogger("rocewatch.remediation")
+GROUP = "remediation"
+TELEMETRY_GROUP = "remediation-telemetry"
+
+
+@dataclass
+class RouterStats:
+    alert_messages: int = 0
+    alerts: int = 0
+    bad_alerts: int = 0
+    commands: int = 0
+    bad_commands: int = 0
+    sample_batches: int = 0
+    bad_samples: int = 0
+
+
+def decode_alerts(data: bytes) -> tuple[list[Alert], list[str]]:
+    """A JSON list of alerts, item by item: the good ones, and what was wrong with the others."""
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return [], [f"not JSON: {exc}"]
+    items = raw if isinstance(raw, list) else [raw]
+    good, bad = [], []
+    for i, item in enumerate(items):
+        try:
+            good.append(Alert.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "alert"
+            bad.append(f"item {i}: {where}: {first['msg']}")
+    return good, bad
+
+
+class Remediation:
+    def __init__(self, settings: RemediationSettings, bus: Bus, topics: Topics,
+                 topology: Topology | None, site: str = "rocewatch",
+                 receivers: dict[str, Receiver] | None = None,
+                 switches: SwitchControl | None = None, te: TeController | None = None,
+                 clock: EventClock | None = None) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.clock = clock or EventClock(settings.clock.time, settings.clock.idle_after)
+        self.producer = bus.producer()
+        self.recorder = Recorder(self.producer, topics.actions)
+        self.alerting = Alerting(settings, receivers if receivers is not None
+                                 else build_receivers(settings.receivers, site), self.recorder)
+        self.telemetry = LinkTelemetry()
+        self.switches = switches if switches is not None else self._switches()
+        self.te = te if te is not None else (
+            HttpTe(settings.te_controller, settings.te) if settings.te_controller else None)
+        self.topology = topology
+        #: where a topology learned after start comes from (the stage context's)
+        self.topology_source: Callable[[], Topology | None] = lambda: self.topology
+        self.drainer: Drainer | None = None
+        self.inbox: queue.Queue[tuple[str, Any, int]] = queue.Queue()
+        self.stats = RouterStats()
+        self._seen_commands: dict[str, None] = {}
+        self._saved_at = -1
+        self._state = state.load(settings.state_path) if settings.state_path else {}
+        if self._state:
+            state.restore(self._state, None, self.alerting.silences)
+        self._make_drainer(topology)
+        bus.ensure_topics(topics.all())
+        self._alerts_in = bus.consumer([topics.alerts, topics.commands], GROUP)
+        self._samples_in = bus.consumer([topics.samples], TELEMETRY_GROUP)
+        self.heartbeat = Heartbeat()
+
+    def _switches(self) -> SwitchControl | None:
+        g = self.settings.gnmi
+        if not (g.targets_file or g.lab_agents_file or g.devices):
+            return None
+        from remediation.devices import DeviceDirectory
+        from remediation.switch import GnmiSwitches
+
+        return GnmiSwitches(DeviceDirectory(g), g.timeout)
+
+    def _make_drainer(self, topology: Topology | None) -> None:
+        if topology is None or self.drainer is not None:
+            return
+        self.topology = topology
+        self.drainer = Drainer(self.settings, topology, self.switches, self.te, self.telemetry,
+                               self.recorder, self.alerting.silences, page=self.page)
+        if self._state:
+            state.restore({k: v for k, v in self._state.items() if k != "silences"},
+                          self.drainer, self.alerting.silences)
+            self.drainer.page_halt(self.clock.now_ns())
+
+    # -- bus input -----------------------------------------------------------------------------
+
+    def poll(self, timeout_s: float = 0.05) -> int:
+        """One round: alerts and commands, then telemetry; returns messages handled."""
+        msgs = self._alerts_in.poll(timeout_s, max_records=500)
+        for msg in msgs:
+            if msg.topic == self.topics.alerts:
+                self.on_alerts_message(msg)
+            else:
+                self.on_command_message(msg)
+        if msgs:
+            self._alerts_in.commit()
+        batches = self._samples_in.poll(0.0 if msgs else timeout_s, max_records=200)
+        for msg in batches:
+            self.on_samples_message(msg)
+        if batches:
+            self._samples_in.commit()
+        return len(msgs) + len(batches)
+
+    def on_alerts_message(self, msg: Message) -> None:
+        alerts, problems = decode_alerts(msg.value)
+        self.stats.alert_messages += 1
+        self.stats.alerts += len(alerts)
+        if problems:
+            self.stats.bad_alerts += len(problems)
+            log.warning("alerts %s[%d]@%d: %d bad item(s) skipped, %d kept: %s", msg.topic,
+                        msg.partition, msg.offset, len(problems), len(alerts),
+                        "; ".join(problems[:3]))
+        if not alerts:
+            return
+        for alert in alerts:
+            self.clock.observe(alert.updated_at_ns)
+        now = self.clock.now_ns()
+        self.alerting.ingest(alerts, now)
+        self.inbox.put(("alerts", alerts, now))
+
+    def on_samples_message(self, msg: Message) -> None:
+        try:
+            batch = decode_batch(msg.value)
+        except DecodeError as exc:
+            self.stats.bad_samples += 1
+            if self.stats.bad_samples <= 3:
+                log.warning("samples %s[%d]@%d: %s", msg.topic, msg.partition, msg.offset, exc)
+            return
+        self.stats.sample_batches += 1
+        if len(batch):
+            self.clock.observe(int(batch.ts_ns.max()))
+            self.telemetry.observe(batch)
+
+    def on_command_message(self, msg: Message) -> None:
+        now = self.clock.now_ns()
+        try:
+            command = decode_command(msg.value)
+        except DecodeError as exc:
+            self.stats.bad_commands += 1
+            dead_letter(self.producer, self.topics, msg, str(exc)[:500])
+            self.recorder.record(ActionResult(
+                action="command", target="remediation", mode=self.settings.mode,
+                outcome="refused", detail=f"command refused: {exc}"[:1000], at_ns=now))
+            return
+        if command.id in self._seen_commands:
+            return  # delivered twice
+        self._seen_commands[command.id] = None
+        if len(self._seen_commands) > 10_000:
+            del self._seen_commands[next(iter(self._seen_commands))]
+        self.stats.commands += 1
+        if isinstance(command, (Silence, ExpireSilence)):
+            self.recorder.record(self._silence_command(command, now))
+        else:
+            self.inbox.put(("command", command, now))
+
+    def _silence_command(self, command: Silence | ExpireSilence, now: int) -> ActionResult:
+        outcome: ActionOutcome
+        if isinstance(command, Silence):
+            start = command.starts_at_ns or now
+            if command.ends_at_ns <= start:
+                outcome, detail = "refused", "the silence ends before it starts"
+            else:
+                sid = self.alerting.silence(command.matchers, start, command.ends_at_ns,
+                                            command.by, command.comment, sid=command.id[:16])
+                outcome, detail = "done", f"silence {sid} on {', '.join(command.matchers)}"
+        elif self.alerting.expire(command.silence_id, now):
+            outcome, detail = "done", f"silence {command.silence_id} expired"
+        else:
+            outcome, detail = "refused", f"no silence {command.silence_id}"
+        return ActionResult(id=f"cmd.{command.id}", action="command", target="silences",
+                            mode=self.settings.mode, outcome=outcome,
+                            detail=f"{command.kind} by {command.by}: {detail}",
+                            steps=({"command": command.model_dump(mode="json")},), at_ns=now)
+
+    def page(self, alert: Alert) -> None:
+        """Remediation's own alerts go through the lifecycle and onto the alerts topic."""
+        self.alerting.ingest([alert], max(alert.updated_at_ns, self.clock.now_ns()))
+        self.producer.send(self.topics.alerts, alerts_to_json([alert]), key=b"remediation")
+
+    # -- the heartbeat's jobs ------------------------------------------------------------------
+
+    def alerts_tick(self) -> None:
+        self.alerting.tick(self.clock.now_ns())
+
+    def runbooks_tick(self) -> None:
+        if self.drainer is None:
+            self._make_drainer(self.topology_source())
+        while True:
+            try:
+                kind, item, at = self.inbox.get_nowait()
+            except queue.Empty:
+                break
+            if self.drainer is None:
+                if kind == "command":
+                    self.recorder.record(self._no_runbooks(item, at))
+                continue
+            if kind == "alerts":
+                self.drainer.on_alerts(item, at)
+            else:
+                self.recorder.record(self.drainer.on_command(item, at))
+        if self.drainer is not None:
+            self.drainer.tick(self.clock.now_ns())
+        self.save()
+
+    def _no_runbooks(self, command: Command, at: int) -> ActionResult:
+        return ActionResult(action="command", target=getattr(command, "target", "remediation"),
+                            mode=self.settings.mode, outcome="refused",
+                            detail=f"{command.kind} by {command.by}: no topology is known, so "
+                                   "no runbook runs", at_ns=at)
+
+    def housekeeping(self) -> None:
+        self.alerting.gc(self.clock.now_ns())
+
+    def save(self) -> None:
+        count = self.recorder.total
+        if not self.settings.state_path or count == self._saved_at:
+            return
+        state.save(self.settings.state_path, state.snapshot(self.drainer, self.alerting.silences))
+        self._saved_at = count
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        tick = self.settings.clock.tick
+        self.heartbeat.every("alerts", tick, self.alerts_tick)
+        self.heartbeat.every("runbooks", tick, self.runbooks_tick)
+        self.heartbeat.every("housekeeping", 30.0, self.housekeeping)
+        self.heartbeat.start()
+        try:
+            while not stop.is_set():
+                self.poll(0.1)
+        finally:
+            self.close()
+
+    def health(self) -> dict[str, Any]:
+        d = self.drainer
+        return {**asdict(self.stats), **self.alerting.stats(),
+                "watermark_ns": self.clock.watermark_ns,
+                "runs_active": {t: str(r.phase) for t, r in d.active.items()} if d else {},
+                "halted": d.halted if d else None, "audit_publish_failures":
+                    self.recorder.failures, "jobs": dict(self.heartbeat.runs),
+                "job_errors": dict(self.heartbeat.errors)}
+
+    def close(self) -> None:
+        self.heartbeat.stop()
+        self.alerting.close()
+        self.save()
+        for consumer in (self._alerts_in, self._samples_in):
+            consumer.close()
+        self.producer.flush()
+        self.producer.close()
+        for closable in (self.switches, self.te):
+            close = getattr(closable, "close", None)
+            if close is not None:
+                close()

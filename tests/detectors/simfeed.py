@@ -1,0 +1,127 @@
+"""Feed the detection chain straight from the lab's simulation, without agents or collectors.
+
+For detector tests and calibration: the lab's :class:`~lab.simulation.Simulation` is stepped in
+process and, every sample interval, each switch's counters become one ``SampleBatch`` holding only
+the metrics its vendor profile serves (``docs/telemetry-dialects.md``). The real path (agents,
+collectors, bus) is exercised by the end-to-end tests; this is the fast inner loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lab import counters as K
+from lab.scenario import Scenario
+from lab.simulation import Simulation
+from pipeline.metrics import metric_id
+from pipeline.model import FLAG_COUNTER32, Alert, BatchBuilder, SampleBatch
+
+EPOCH_NS = 1_700_000_000 * 10**9
+
+_PORT = {
+    "if_in_octets": K.P_IN_OCTETS, "if_out_octets": K.P_OUT_OCTETS, "if_in_pkts": K.P_IN_PKTS,
+    "if_out_pkts": K.P_OUT_PKTS, "if_in_errors": K.P_IN_ERRORS, "if_out_errors": K.P_OUT_ERRORS,
+    "if_in_discards": K.P_IN_DISCARDS, "if_out_discards": K.P_OUT_DISCARDS,
+    "if_in_fcs_errors": K.P_IN_FCS, "if_in_symbol_errors": K.P_IN_SYMBOL,
+    "fec_corrected_blocks": K.P_FEC_CORR, "fec_uncorrectable_blocks": K.P_FEC_UNCORR,
+    "if_carrier_transitions": K.P_CARRIER, "if_oper_status": K.P_OPER,
+    "if_admin_status": K.P_ADMIN, "if_last_change": K.P_LAST_CHANGE, "if_speed": K.P_SPEED,
+}
+_PRIO = {
+    "pfc_rx_frames": K.Q_PFC_RX, "pfc_tx_frames": K.Q_PFC_TX, "pfc_rx_pause_us": K.Q_PFC_RX_US,
+    "pfc_tx_pause_us": K.Q_PFC_TX_US, "queue_tx_pkts": K.Q_TX_PKTS,
+    "queue_tx_octets": K.Q_TX_OCTETS, "queue_dropped_pkts": K.Q_DROPPED,
+    "queue_ecn_marked_pkts": K.Q_ECN, "queue_occupancy_bytes": K.Q_OCCUPANCY,
+    "queue_watermark_bytes": K.Q_WATERMARK,
+}
+_OC_PORT = ("if_in_octets", "if_out_octets", "if_in_pkts", "if_out_pkts", "if_in_errors",
+            "if_out_errors", "if_in_discards", "if_out_discards", "if_in_fcs_errors",
+            "if_carrier_transitions", "if_oper_status", "if_admin_status", "if_in_symbol_errors",
+            "fec_corrected_blocks", "fec_uncorrectable_blocks")
+_OC_PRIO = ("queue_tx_pkts", "queue_tx_octets", "queue_dropped_pkts", "queue_ecn_marked_pkts",
+            "queue_watermark_bytes", "pfc_rx_frames", "pfc_tx_frames")
+PROFILES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "openconfig": (_OC_PORT, _OC_PRIO),
+    "arista": (_OC_PORT, (*_OC_PRIO, "pfc_rx_pause_us", "queue_occupancy_bytes")),
+    "sonic": (_OC_PORT, (*_OC_PRIO, "pfc_rx_pause_us", "pfc_tx_pause_us",
+                         "queue_occupancy_bytes")),
+    "snmp": (("if_in_octets", "if_out_octets", "if_in_pkts", "if_out_pkts", "if_speed",
+              "if_admin_status", "if_oper_status", "if_last_change", "if_in_discards",
+              "if_in_errors", "if_out_discards", "if_out_errors", "if_in_fcs_errors",
+              "if_in_symbol_errors"),
+             ("pfc_tx_frames", "pfc_rx_frames", "pfc_rx_pause_us", "pfc_tx_pause_us",
+              "queue_tx_pkts", "queue_tx_octets", "queue_dropped_pkts")),
+}
+_COUNTER32 = {"if_in_discards", "if_in_errors", "if_out_discards", "if_out_errors"}
+
+
+@dataclass
+class SimFeed:
+    scenario: Scenario
+    profiles: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.sim = Simulation(self.scenario)
+        w = self.sim.wiring
+        fab = self.scenario.fabric
+        n_snmp = round(fab.agents.snmp * len(w.switches))
+        for i, sw in enumerate(w.switches):
+            if i >= len(w.switches) - n_snmp:
+                self.profiles.setdefault(sw, "snmp")
+            else:
+                self.profiles.setdefault(sw, fab.profiles[i % len(fab.profiles)])
+        self.builder = BatchBuilder()
+
+    def batches(self, t: float) -> list[SampleBatch]:
+        """One batch per switch from the counters at simulated time ``t``."""
+        w = self.sim.wiring
+        c = self.sim.counters
+        ts = EPOCH_NS + round(t * 1e9)
+        out = []
+        for d, sw in enumerate(w.switches):
+            port_metrics, prio_metrics = PROFILES[self.profiles[sw]]
+            b = self.builder
+            for p in w.switch_ports[d].tolist():
+                name = w.port_name[p]
+                for m in port_metrics:
+                    v = c.port[p, _PORT[m]]
+                    flags = 0
+                    if m == "if_last_change":
+                        v = float(v)
+                    elif m not in ("if_oper_status", "if_admin_status", "if_speed"):
+                        v = float(np.floor(v))
+                        if self.profiles[sw] == "snmp" and m in _COUNTER32:
+                            v = float(int(v) % 2**32)
+                            flags = FLAG_COUNTER32
+                    b.add(ts, sw, name, metric_id(m), -1, float(v), flags)
+                for m in prio_metrics:
+                    for q in range(8):
+                        v = c.prio[p, q, _PRIO[m]]
+                        if m not in ("queue_occupancy_bytes", "queue_watermark_bytes"):
+                            v = np.floor(v)
+                        b.add(ts, sw, name, metric_id(m), q, float(v))
+            out.append(b.build())
+        return out
+
+    def run(self, until_s: float | None = None) -> Iterator[tuple[float, list[SampleBatch]]]:
+        """Yield (t, batches) every sample interval, stepping the simulation in between."""
+        end = self.scenario.duration_s if until_s is None else until_s
+        k = 0
+        while True:
+            t = k * self.scenario.sample_interval_s
+            if t > end + 1e-9:
+                return
+            self.sim.run_until(t)
+            yield t, self.batches(t)
+            k += 1
+
+
+def run_chain(feed: SimFeed, chain: object, until_s: float | None = None) -> list[Alert]:
+    """Every alert state change the chain publishes over the run."""
+    out: list[Alert] = []
+    for _t, batches in feed.run(until_s):
+        out.extend(chain.observe(batches))  # type: ignore[attr-defined]
+    return out

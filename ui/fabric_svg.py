@@ -1,0 +1,191 @@
+"""The fabric picture as SVG: every switch, link and host coloured by its worst alert.
+
+Two drawings, chosen by size:
+
+* ``picture`` (up to :data:`PICTURE_MAX_LEAVES` leaves): spines on top, leaves below, hosts under
+  their leaf; links are lines. Everything not ok is thick and labelled with its name.
+* ``tiles`` (larger fabrics): one tile per switch; a leaf's tile takes the worst level of the leaf,
+  its uplinks and its hosts, so a 500-leaf fabric is a few hundred tiles, not ten thousand lines.
+  Tiles that are not ok carry their name and what is wrong in their tooltip.
+
+Every element carries ``data-entity`` and ``data-level`` and a ``<title>`` tooltip saying why.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ui.dash_style import COLOURS, worst
+from ui.views import EntityStatus, TopologyView
+
+PICTURE_MAX_LEAVES = 32
+_OK_LINK = "#b9d7b0"
+
+
+@dataclass(frozen=True)
+class Drawing:
+    svg: str
+    mode: str
+    elements: int
+
+
+def _title(entity: str, status: EntityStatus | None) -> str:
+    if status is None:
+        return f"{entity}: ok"
+    return f"{entity}: {status.level}: {status.alert} — {status.summary}"
+
+
+def _level(entity: str, statuses: Mapping[str, EntityStatus]) -> str:
+    status = statuses.get(entity)
+    return status.level if status else "ok"
+
+
+def _text(x: float, y: float, text: str, size: int = 12, anchor: str = "middle",
+          weight: str = "normal", fill: str = "#1a1a1a") -> str:
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
+            f'font-family="monospace" font-weight="{weight}" fill="{fill}">'
+            f'{html.escape(text)}</text>')
+
+
+def draw(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawing:
+    if len(topo.leaves) <= PICTURE_MAX_LEAVES:
+        return _picture(topo, statuses)
+    return _tiles(topo, statuses)
+
+
+def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawing:
+    leaves, spines = topo.leaves, topo.spines
+    hosts_by_leaf: dict[str, list[str]] = {leaf: [] for leaf in leaves}
+    for host in topo.hosts:
+        hosts_by_leaf.setdefault(host["port"].split(":")[0], []).append(host["name"])
+    per_leaf = max([len(h) for h in hosts_by_leaf.values()] + [1])
+    col = max(110.0, per_leaf * 34.0)
+    width = max(700.0, col * len(leaves) + 40)
+    y_spine, y_leaf, y_host = 40.0, 210.0, 320.0
+    height = y_host + 60
+
+    def xs(n: int) -> list[float]:
+        step = (width - 40) / max(1, n)
+        return [20 + step * (i + 0.5) for i in range(n)]
+
+    x_spine = dict(zip(spines, xs(len(spines)), strict=True))
+    x_leaf = dict(zip(leaves, xs(len(leaves)), strict=True))
+    parts: list[str] = []
+    labels: list[str] = []
+    # links first, ok ones below the others
+    links = sorted(topo.links, key=lambda ln: _level(ln["id"], statuses) != "ok")
+    for link in links:
+        a, b = link["a"].split(":")[0], link["b"].split(":")[0]
+        spine, leaf = (a, b) if a in x_spine else (b, a)
+        if spine not in x_spine or leaf not in x_leaf:
+            continue
+        level = _level(link["id"], statuses)
+        x1, y1, x2, y2 = x_spine[spine], y_spine + 16, x_leaf[leaf], y_leaf - 16
+        colour = _OK_LINK if level == "ok" else COLOURS[level]
+        stroke = 2 if level == "ok" else 6
+        parts.append(
+            f'<line data-entity="{html.escape(link["id"])}" data-level="{level}" '
+            f'x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{colour}" '
+            f'stroke-width="{stroke}" stroke-linecap="round">'
+            f'<title>{html.escape(_title(link["id"], statuses.get(link["id"])))}</title></line>')
+        if level != "ok":
+            mx, my = x1 + (x2 - x1) * 0.55, y1 + (y2 - y1) * 0.55
+            labels.append(f'<rect x="{mx - 4.1 * len(link["id"]) - 4:.1f}" y="{my - 11:.1f}" '
+                          f'width="{8.2 * len(link["id"]) + 8:.1f}" height="16" rx="3" '
+                          f'fill="#ffffff" stroke="{colour}" stroke-width="2"/>')
+            labels.append(_text(mx, my + 1, link["id"], 12, weight="bold", fill=colour))
+    for name, x, y in [(s, x_spine[s], y_spine) for s in spines] + \
+            [(leaf, x_leaf[leaf], y_leaf) for leaf in leaves]:
+        level = _level(name, statuses)
+        fill = "#ffffff" if level == "ok" else COLOURS[level]
+        fg = "#1a1a1a" if level in ("ok", "warning", "nodata") else "#ffffff"
+        parts.append(
+            f'<g data-entity="{html.escape(name)}" data-level="{level}">'
+            f'<title>{html.escape(_title(name, statuses.get(name)))}</title>'
+            f'<rect x="{x - 46:.1f}" y="{y - 16:.1f}" width="92" height="32" rx="6" '
+            f'fill="{fill}" stroke="#4d4d4d" stroke-width="1.5"/>'
+            + _text(x, y + 5, name, 13, weight="bold", fill=fg) + "</g>")
+    for leaf in leaves:
+        names = hosts_by_leaf.get(leaf, [])
+        if not names:
+            continue
+        spacing = min(34.0, (col - 10) / len(names))
+        x0 = x_leaf[leaf] - spacing * (len(names) - 1) / 2
+        for i, host_name in enumerate(names):
+            level = _level(host_name, statuses)
+            hx = x0 + spacing * i
+            wire = _OK_LINK if level == "ok" else COLOURS[level]
+            parts.append(f'<line x1="{x_leaf[leaf]:.1f}" y1="{y_leaf + 16:.1f}" x2="{hx:.1f}" '
+                         f'y2="{y_host - 10:.1f}" stroke="{wire}" '
+                         f'stroke-width="{1.5 if level == "ok" else 5}"/>')
+            parts.append(
+                f'<g data-entity="{html.escape(host_name)}" data-level="{level}">'
+                f'<title>{html.escape(_title(host_name, statuses.get(host_name)))}</title>'
+                f'<rect x="{hx - 10:.1f}" y="{y_host - 10:.1f}" width="20" height="20" rx="3" '
+                f'fill="{COLOURS[level]}" stroke="#4d4d4d"/></g>')
+            if level != "ok" or len(topo.hosts) <= 64:
+                weight = "normal" if level == "ok" else "bold"
+                fill = "#4d4d4d" if level == "ok" else COLOURS[level]
+                labels.append(_text(hx, y_host + (24 if i % 2 == 0 else 38), host_name,
+                                    10 if level == "ok" else 13, weight=weight, fill=fill))
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" class="rw-fabric" data-mode="picture" '
+           f'viewBox="0 0 {width:.0f} {height:.0f}" width="100%" '
+           f'style="max-height:420px;background:#fafafa;border-radius:8px">'
+           + "".join(parts) + "".join(labels) + "</svg>")
+    return Drawing(svg, "picture", len(parts))
+
+
+def _tiles(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawing:
+    leaf_problems: dict[str, list[EntityStatus]] = {leaf: [] for leaf in topo.leaves}
+    spine_problems: dict[str, list[EntityStatus]] = {s: [] for s in topo.spines}
+    owner: dict[str, str] = {}
+    for link in topo.links:
+        ends = [link["a"].split(":")[0], link["b"].split(":")[0]]
+        owner[link["id"]] = next((e for e in ends if e in leaf_problems), ends[0])
+    for host in topo.hosts:
+        owner[host["name"]] = host["port"].split(":")[0]
+    for entity, status in statuses.items():
+        if entity in leaf_problems:
+            leaf_problems[entity].append(status)
+        elif entity in spine_problems:
+            spine_problems[entity].append(status)
+        elif entity in owner and owner[entity] in leaf_problems:
+            leaf_problems[owner[entity]].append(status)
+        elif ":" in entity and entity.split(":")[0] in leaf_problems:
+            leaf_problems[entity.split(":")[0]].append(status)
+    per_row = 32
+    tile, gap = 30.0, 6.0
+    parts: list[str] = []
+    y = 30.0
+
+    def row_of(names: list[str], problems: dict[str, list[EntityStatus]], y0: float,
+               title: str) -> float:
+        parts.append(_text(10, y0 - 8, title, 12, anchor="start", weight="bold"))
+        for i, name in enumerate(names):
+            r, c = divmod(i, per_row)
+            x, yy = 10 + c * (tile + gap), y0 + r * (tile + gap + 12)
+            found = problems[name]
+            level = worst([s.level for s in found])
+            why = "; ".join(f"{s.entity}: {s.alert}" for s in found[:6]) or "ok"
+            parts.append(
+                f'<g data-entity="{html.escape(name)}" data-level="{level}">'
+                f'<title>{html.escape(name)}: {html.escape(why)}</title>'
+                f'<rect x="{x:.1f}" y="{yy:.1f}" width="{tile}" height="{tile}" rx="4" '
+                f'fill="{COLOURS[level]}" stroke="#4d4d4d" stroke-width="0.8"/></g>')
+            if level != "ok":
+                parts.append(_text(x + tile / 2, yy + tile + 10, name, 10, weight="bold",
+                                   fill=COLOURS[level]))
+        rows = -(-len(names) // per_row)
+        return y0 + rows * (tile + gap + 12) + 24
+
+    y = row_of(list(topo.spines), spine_problems, y, f"spines ({len(topo.spines)})")
+    y = row_of(list(topo.leaves), leaf_problems, y,
+               f"leaves ({len(topo.leaves)}) — a tile shows the worst of the leaf, its uplinks "
+               f"and its hosts")
+    width = 20 + per_row * (tile + gap)
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" class="rw-fabric" data-mode="tiles" '
+           f'viewBox="0 0 {width:.0f} {y:.0f}" width="100%" '
+           f'style="background:#fafafa;border-radius:8px">' + "".join(parts) + "</svg>")
+    return Drawing(svg, "tiles", len(parts))
