@@ -120,14 +120,15 @@ class GnmiCollector(Collector):
     def flush(self, wall: float, data: bool = True, health: bool = True) -> None:
         """Emit each target's decoded rows, then the health of targets whose interval ended."""
         for t in self.targets.values():
-            if data:
+            due = health and t.health.due(wall)
+            if data or due:  # a health sample reports the expected count of the rows before it
                 batch = t.decoder.take()
                 if batch is not None:
                     self.emit(batch)
             if not health:
                 continue
             t.session.check_idle(wall)
-            if t.health.due(wall):
+            if due:
                 builder = BatchBuilder()
                 t.health.tick(builder, wall)
                 self.emit(builder.build())

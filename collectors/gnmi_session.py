@@ -19,7 +19,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -51,7 +51,8 @@ class _Client(pygnmi_client.gNMIclient):  # type: ignore[misc]
 
     @property
     def channel(self) -> grpc.Channel:
-        return self._gNMIclient__channel  # type: ignore[no-any-return]
+        channel: grpc.Channel = self._gNMIclient__channel
+        return channel
 
     @property
     def encodings(self) -> list[str]:
@@ -118,6 +119,16 @@ def subscribe_requests(profile: GnmiProfile, interval_s: float,
     return [pb.SubscribeRequest(subscribe=s) for s in lists.values()]
 
 
+@dataclass
+class _Stream:
+    """One session's streams: the first to end sets ``done``; what ended them."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    errors: list[BaseException] = field(default_factory=list)
+    #: torn down by the idle watchdog (already counted as ``idle``)
+    idle: bool = False
+
+
 class GnmiSession:
     """Keeps one target subscribed until stopped; see the module docstring."""
 
@@ -137,6 +148,7 @@ class GnmiSession:
         self._calls: list[Any] = []
         self._closing = False
         self._last_message = 0.0
+        self._stream: _Stream | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -171,59 +183,61 @@ class GnmiSession:
     def check_idle(self, wall: float) -> None:
         """Tear the stream down if it has been silent too long (a hung target)."""
         limit = self.options.idle_intervals * self.health.interval_wall
-        if self.health.connected and self._last_message and wall - self._last_message > limit:
-            self.tally.record(self.health, "idle", f"no message for {wall - self._last_message:.1f}s")
-            self._cancel_calls()
+        stream = self._stream
+        if stream is None or not self.health.connected or wall - self._last_message <= limit:
+            return
+        stream.idle = True
+        self.tally.record(self.health, "idle",
+                          f"no message for {wall - self._last_message:.1f}s; reconnecting")
+        self._cancel_calls()
 
     # -- one session ---------------------------------------------------------------------------
 
     def _session(self, stop: threading.Event) -> bool:
+        """One connection: returns True if data arrived, raises what ended it (unless asked)."""
         client = self._connect()
         with self._lock:
             if self._closing:
                 return False
             self._client = client
-        channel = client.channel
         secrets = resolve_secrets(self.target, self.env)
         metadata = (("username", secrets.username), ("password", secrets.password))
         requests = subscribe_requests(self.profile, self.target.sample_interval_s, self.encoding)
-        rpc = channel.stream_stream(_SUBSCRIBE, request_serializer=pb.SubscribeRequest.SerializeToString,
-                                    response_deserializer=None)
-        done = threading.Event()
-        calls = [rpc(self._requests(req, done, stop), metadata=metadata) for req in requests]
+        rpc = client.channel.stream_stream(
+            _SUBSCRIBE, request_serializer=pb.SubscribeRequest.SerializeToString,
+            response_deserializer=None)
+        stream = _Stream()
+        calls = [rpc(self._requests(req, stream.done, stop), metadata=metadata)
+                 for req in requests]
         with self._lock:
             self._calls = calls
             if self._closing:
                 self._cancel_calls()
-        self.health.connected = True
-        self.health.synced = False
+        self._stream = stream
+        self.health.connected, self.health.synced = True, False
         self.health.connects += 1
         self.health.last_error = ""
         self._last_message = time.monotonic()
-        readers = [threading.Thread(target=self._read, args=(call, done), daemon=True,
+        first = self.health.messages_total
+        readers = [threading.Thread(target=self._read, args=(call, stream), daemon=True,
                                     name=f"gnmi-{self.target.name}-{i}")
                    for i, call in enumerate(calls[1:], 1)]
         for reader in readers:
             reader.start()
-        first = self.health.messages_total
         try:
-            self._read(calls[0], done)
-            done.wait()
+            self._read(calls[0], stream)
+            stream.done.wait()
         finally:
-            done.set()
+            stream.done.set()
             self.health.connected = False
+            self._stream = None
             self._cancel_calls()
             for reader in readers:
                 reader.join(5.0)
-        errors = [e for e in self._errors if not self._closing]
-        self._errors = []
-        if errors and not stop.is_set():
-            raise errors[0]
-        if not stop.is_set() and not self._closing:
-            raise CollectorError("the target ended the stream")
+        if not (stop.is_set() or self._closing or stream.idle):
+            raise stream.errors[0] if stream.errors else CollectorError(
+                "the target ended the stream")
         return self.health.messages_total > first
-
-    _errors: list[grpc.RpcError] = []
 
     def _requests(self, request: pb.SubscribeRequest, done: threading.Event,
                   stop: threading.Event) -> Iterator[pb.SubscribeRequest]:
@@ -232,7 +246,8 @@ class GnmiSession:
         while not done.wait(1.0) and not stop.is_set():
             pass
 
-    def _read(self, call: Any, done: threading.Event) -> None:
+    def _read(self, call: Any, stream: _Stream) -> None:
+        """Feed one stream's responses to the decoder until it ends (any end ends them all)."""
         feed = self.decoder.feed
         try:
             for data in call:
@@ -240,10 +255,10 @@ class GnmiSession:
                 self._last_message = now
                 feed(data, now)
         except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED or not (self._closing or done.is_set()):
-                self._errors = [*self._errors, exc]
+            if not stream.done.is_set():
+                stream.errors.append(exc)
         finally:
-            done.set()
+            stream.done.set()
 
     def _connect(self) -> _Client:
         target, tls = self.target, self.target.tls

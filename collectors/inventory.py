@@ -207,8 +207,9 @@ def parse_inventory(data: Mapping[str, Any], where: str = "targets",
         if base is not None and target.tls is not None:
             tls = target.tls.model_copy(update={
                 k: _relative(getattr(target.tls, k), base) for k in ("ca", "cert", "key")})
-            target = target.model_copy(update={"tls": tls})
-        fixed.append(target)
+            fixed.append(target.model_copy(update={"tls": tls}))
+        else:
+            fixed.append(target)
     return inventory.model_copy(update={"targets": tuple(fixed)})
 
 

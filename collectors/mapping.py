@@ -205,7 +205,7 @@ class PathMapper:
                     np.array([s.qual for s in specs], dtype=np.int16),
                     np.array([s.scale for s in specs], dtype=np.float64),
                     np.array([s.flags for s in specs], dtype=np.uint8),
-                    IS_COUNTER[metric] if len(specs) else np.empty(0, dtype=bool),
+                    IS_COUNTER[metric] if specs else np.empty(0, dtype=bool),
                 )
                 self._sampled = np.array([s.sampled for s in specs], dtype=bool)
                 self._arrays, self._arrays_for = arrays, len(specs)

@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 import zlib
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -83,7 +82,9 @@ class SnmpCollector(Collector):
         if not self.targets:
             log.warning("snmp collector %s has no SNMP targets", instance)
         self._channel: V2cChannel | None = None
-        self._engine: Any = None
+        #: SNMPv3 engines by credentials: pysnmp keeps USM users by name, so targets that share
+        #: a user name with different keys need engines of their own
+        self._engines: dict[tuple[str, ...], Any] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._semaphore: asyncio.Semaphore | None = None
 
@@ -128,9 +129,10 @@ class SnmpCollector(Collector):
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.sleep(0)  # lets the scheduler's completion callbacks run
             self._channel.close()
-            if self._engine is not None:
-                self._engine.close_dispatcher()
+            for engine in self._engines.values():
+                engine.close_dispatcher()
             waker.join(1.0)
 
     # -- jobs ----------------------------------------------------------------------------------
@@ -152,6 +154,8 @@ class SnmpCollector(Collector):
                 batch = await poller.poll()
             if batch is not None and len(batch):
                 self.emit(batch)
+        except asyncio.CancelledError:
+            return  # the collector is stopping; ending quietly keeps the scheduler from logging
         finally:
             t.busy = False
             self._tasks.discard(task)
@@ -167,11 +171,15 @@ class SnmpCollector(Collector):
             return None
         client: SnmpClient
         if target.snmp.version == "3":
-            if self._engine is None:
+            snmp = target.snmp
+            key = (snmp.user, snmp.auth_protocol, secrets.auth_key, snmp.priv_protocol,
+                   secrets.priv_key)
+            engine = self._engines.get(key)
+            if engine is None:
                 from pysnmp.hlapi.v3arch.asyncio import SnmpEngine
 
-                self._engine = SnmpEngine()
-            client = V3Target(self._engine, target, secrets)
+                engine = self._engines[key] = SnmpEngine()
+            client = V3Target(engine, target, secrets)
         else:
             client = self._channel.target(target, secrets)
         t.poller = SnmpPoller(target.name, self.profiles[target.name], client, t.health,

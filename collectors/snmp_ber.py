@@ -134,10 +134,10 @@ def encode_oid(parts: Iterable[int]) -> bytes:
         if sub < 0:
             raise ValueError(f"negative sub-identifier in OID at {k}")
         chunk = [sub & 0x7F]
-        sub >>= 7
-        while sub:
-            chunk.append(0x80 | (sub & 0x7F))
-            sub >>= 7
+        rest = sub >> 7
+        while rest:
+            chunk.append(0x80 | (rest & 0x7F))
+            rest >>= 7
         out.extend(reversed(chunk))
     return bytes(out)
 

@@ -34,7 +34,7 @@ from collectors.snmp_ber import (
     subids,
 )
 from collectors.snmp_client import SnmpClient, SnmpErrorStatus
-from collectors.snmp_walk import walk_columns
+from collectors.snmp_walk import Rows, walk_columns
 from pipeline.errors import DecodeError
 from pipeline.metrics import IS_COUNTER, metric_id
 from pipeline.model import FLAG_COUNTER32, FLAG_RESET, SampleBatch
@@ -57,7 +57,7 @@ def parse_date_and_time(raw: bytes) -> int:
     if len(raw) == 11:
         sign = -1 if raw[8:9] == b"-" else 1
         seconds -= sign * (raw[9] * 3600 + raw[10] * 60)  # local time minus its offset is UTC
-    return seconds * 1_000_000_000 + deci * 100_000_000
+    return int(seconds) * 1_000_000_000 + int(deci) * 100_000_000
 
 
 class SnmpClock:
@@ -208,14 +208,14 @@ class SnmpPoller:
     async def _refresh_ifnames(self, wall: float) -> None:
         result = await walk_columns(self.client, [self._ifname], self.max_repetitions)
         names = {}
-        for index, tag, value in result.rows[self._ifname]:
+        for index, _tag, value in result.rows[self._ifname]:
             parts = subids(index)
             if len(parts) == 1 and isinstance(value, bytes):
                 names[parts[0]] = value.decode(errors="replace")
         self.ifnames = names
         self._ifnames_at = wall
 
-    def _unknown_ifindex(self, column: _Column, rows: list[tuple[bytes, int, object]]) -> bool:
+    def _unknown_ifindex(self, column: _Column, rows: Rows) -> bool:
         position = column.spec.index.index("ifindex")
         for index, _, _ in rows:
             parts = self._index(index)
@@ -230,8 +230,7 @@ class SnmpPoller:
         return parts
 
     def _build(self, stamp: int, columns: list[_Column],
-               rows_by_column: dict[bytes, list[tuple[bytes, int, int | bytes | None]]]
-               ) -> SampleBatch:
+               rows_by_column: dict[bytes, Rows]) -> SampleBatch:
         ports = self._ports
         port_col: list[int] = []
         metric_col: list[int] = []

@@ -89,6 +89,7 @@ class DetectionChain:
         return self.book.reconcile(alerts, frame.now_ns)
 
     def health(self) -> dict[str, Any]:
-        return {"now_ns": self.now_ns, "chain": self.stats.__dict__.copy(), "rates": self.rates.stats.__dict__.copy(),
+        return {"now_ns": self.now_ns, "chain": self.stats.__dict__.copy(),
+                "rates": self.rates.stats.__dict__.copy(),
                 "alerts": dict(self.book.counts), "ports": self.names.n_ports,
                 "series": self.names.n_series}

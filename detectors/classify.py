@@ -34,13 +34,15 @@ from detectors.kinds import (
     OVERSUBSCRIBED,
     PAUSE_WITHOUT_LOAD,
     PFC_DEADLOCK,
+    PFC_HOLD,
+    PFC_PAUSING,
     PFC_STORM,
     PFC_WATCHDOG,
     SLOW_DRAIN,
     SLOW_RECEIVER,
     UPLINK_IMBALANCE,
 )
-from detectors.pause_graph import PauseGraph, device_node, host_node
+from detectors.pause_graph import PauseGraph, device_node, host_node, strongly_connected
 from pipeline.model import Alert, Severity
 from pipeline.topology import Port, Topology
 
@@ -67,9 +69,36 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
                                f"{host.name} drains below line rate and pauses {label}"))
         elif OVERSUBSCRIBED in by_name:
             a = by_name[OVERSUBSCRIBED]
+            throttles = sender_throttles(graph, label, topology)
+            heavy = [t for t in throttles if t >= INCAST_THROTTLE]
+            if len(heavy) < INCAST_MIN_SENDERS:
+                continue  # a busy receiver: demand near its line rate is what collectives do
+            evidence = {**a.evidence, "senders_throttled": float(len(heavy)),
+                        "demand_ratio": 1.0 / max(1e-3, 1.0 - sorted(heavy)[len(heavy) // 2])}
             out.append(Finding(INCAST, host.name, (label,), [a], Severity.WARNING,
-                               _confidence(a, "oversubscription"), dict(a.evidence), tree,
-                               f"{host.name} receives far more than its line rate"))
+                               min(1.0, 0.5 + 0.1 * len(heavy)), evidence, tree,
+                               f"{host.name} receives from {len(heavy)}+ senders held to "
+                               "under half their line rate"))
+    return out
+
+
+#: senders held to less than half their line rate: demand at least twice the capacity
+INCAST_THROTTLE = 0.5
+INCAST_MIN_SENDERS = 2
+
+
+def sender_throttles(graph: PauseGraph, root: str, topology: Topology) -> list[float]:
+    """How hard each host whose pause path leads to ``root`` is held back (its leaf pauses it)."""
+    out = []
+    for node in graph.ancestors([root]):
+        if not node.startswith("host:"):
+            continue
+        host = topology.host_by_name.get(node[5:])
+        if host is None:
+            continue
+        pausing = [a for a in graph.symptoms.get(str(host.port), []) if a.name == PFC_PAUSING]
+        if pausing:
+            out.append(max(a.evidence.get("throttle", 0.0) for a in pausing))
     return out
 
 
@@ -81,6 +110,8 @@ def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
         device = alert.entity
         ports = [str(p) for p in topology.ports(device)]
         if alert.name == PAUSE_WITHOUT_LOAD:
+            if any(graph.is_blocked(p) for p in ports):
+                continue  # its pauses pass on congestion seen on its own egress
             tree = graph.ancestors([device_node(device), *ports]) | set(ports) | {device}
             out.append(Finding(BUFFER_MISCONFIG, device, tuple(alert.ports), [alert],
                                Severity.WARNING, _confidence(alert, "pause_ratio"),
@@ -99,25 +130,21 @@ def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
 
 
 def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
-    """Sink cycles of the wait-for graph whose ports are all stuck."""
+    """Cycles of the wait-for graph among ports that are all persistently stuck."""
+    held = {port: next(a for a in alerts if a.name == PFC_HOLD)
+            for port, alerts in graph.symptoms.items() if any(a.name == PFC_HOLD for a in alerts)}
+    sub = {n: {t for t in graph.edges.get(n, ()) if t in held} for n in held}
     out = []
-    for cycle in graph.sink_cycles():
-        ports = sorted(n for n in cycle if ":" in n and not n.startswith(("host:", "device:")))
-        if len(ports) < 2:
-            continue
-        stuck = [next((a for a in graph.symptoms.get(p, []) if a.name == PFC_WATCHDOG), None)
-                 for p in ports]
-        if any(s is None for s in stuck):
-            continue
+    for cycle in strongly_connected(sub):
+        ports = sorted(cycle)
         links = sorted({topology.entity_of(Port.parse(p)) for p in ports})
-        if len(links) < 2:
+        if len(ports) < 2 or len(links) < 2:
             continue
-        defining = [s for s in stuck if s is not None]
         tree = graph.ancestors(cycle) | set(ports)
-        out.append(Finding(PFC_DEADLOCK, ",".join(links), tuple(ports), defining,
-                           Severity.CRITICAL, 1.0, {"ports": float(len(ports)),
-                                                    "links": float(len(links))}, tree,
-                           "a cyclic buffer dependency: " + " → ".join(ports)))
+        out.append(Finding(PFC_DEADLOCK, ",".join(links), tuple(ports),
+                           [held[p] for p in ports], Severity.CRITICAL, 1.0,
+                           {"ports": float(len(ports)), "links": float(len(links))}, tree,
+                           "a cyclic buffer dependency through " + ", ".join(links)))
     return out
 
 

@@ -116,6 +116,11 @@ class Frame:
     touched: NDArray[np.int64]
     now_ns: int
 
+    def touched_of(self, *kinds: int) -> NDArray[np.int64]:
+        """Touched ports of the given :class:`~detectors.ports.PortKind` values."""
+        t = self.touched
+        return t[np.isin(self.ports.kind[t], kinds)].astype(np.int64, copy=False)
+
     def news(self, column: int, since: NDArray[np.int64]) -> tuple[NDArray[np.int64],
                                                                   NDArray[np.int64]]:
         """Touched ports whose ``column`` has a sample newer than ``since[pid]``, with its time."""

@@ -136,7 +136,7 @@ class Flaps(Detector):
         if carrier_t > st.carrier_ts:
             st.carrier_ts = carrier_t
             rate, dt = tab.value[pid, self._carrier], tab.dt[pid, self._carrier]
-            moved = int(round(rate * dt)) if np.isfinite(rate) and np.isfinite(dt) else 0
+            moved = round(rate * dt) if np.isfinite(rate) and np.isfinite(dt) else 0
             if moved - st.seen_changes >= 2 and up_now and not admin_down:
                 st.bounces.append(carrier_t)  # a bounce inside one interval, unseen by status
             st.seen_changes = 0

@@ -40,6 +40,7 @@ FAULT_TO_INCIDENT: Final = {
 
 # -- symptoms (per port or per device) -----------------------------------------------------
 PFC_WATCHDOG: Final = "pfc_watchdog"  # paused by the peer without draining (a stuck queue)
+PFC_HOLD: Final = "pfc_hold"  # a fabric port stuck like a storm, persistently (deadlock member)
 PFC_PAUSED: Final = "pfc_paused"  # paused by the peer a large share of the time, still draining
 PFC_PAUSING: Final = "pfc_pausing"  # pausing the peer a large share of the time
 QUEUE_BUILDUP: Final = "queue_buildup"  # egress queue deep / ECN marking heavily
@@ -54,6 +55,6 @@ PAUSE_WITHOUT_LOAD: Final = "pause_without_load"  # a switch pausing with no ove
 ANOMALY: Final = "anomaly"  # learned: a port unlike its own baseline
 
 #: symptoms that say a port's egress is held back by its peer
-PAUSED_SYMPTOMS: Final = frozenset({PFC_WATCHDOG, PFC_PAUSED})
+PAUSED_SYMPTOMS: Final = frozenset({PFC_WATCHDOG, PFC_HOLD, PFC_PAUSED})
 #: symptoms that say a port's egress is congested by its own load
 CONGESTED_SYMPTOMS: Final = frozenset({QUEUE_BUILDUP, OVERSUBSCRIBED})

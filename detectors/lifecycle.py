@@ -44,13 +44,13 @@ class AlertBook:
                 self.counts["firing"] += 1
                 out.append(alert)
                 continue
-            alert = alert.model_copy(update={"starts_at_ns": prev.starts_at_ns})
-            self.firing[fp] = alert
-            changed = any(getattr(alert, f) != getattr(prev, f) for f in _VERDICT)
+            kept = alert.model_copy(update={"starts_at_ns": prev.starts_at_ns})
+            self.firing[fp] = kept
+            changed = any(getattr(kept, f) != getattr(prev, f) for f in _VERDICT)
             if changed or now_ns - self._published_ns[fp] >= self.update_every_ns:
                 self._published_ns[fp] = now_ns
                 self.counts["updated"] += 1
-                out.append(alert)
+                out.append(kept)
         for fp in [fp for fp in self.firing if fp not in seen]:
             prev = self.firing.pop(fp)
             self._published_ns.pop(fp, None)

@@ -8,10 +8,15 @@ held back because of B" (Hawkeye's wait-for edge, from counters instead of INT):
   port) waits for the peer: for a host, the host itself; for a switch, that switch's blocked egress
   ports (paused or congested), except the one on the same link — up-down routing never sends a
   packet back out of the link it came in on, so a pause can only be caused by another egress;
-* a switch that pauses with no blocked egress to show for it is itself the reason (``device:``).
+* a switch that pauses with no blocked egress to show for it is itself the reason (``device:``);
+* a port with a standing queue (ECN marking) that sends well below line rate is held back by its
+  peer even when its pause counters say little (frames and timers are sampled; a backlog that does
+  not drain on a lossless priority can only be paused).
 
-The roots are nodes that wait for no one. A strongly connected set of ports with no way out is a
-cyclic buffer dependency: a PFC deadlock (Hu et al., HotNets'16).
+The roots are nodes that wait for no one. A strongly connected set of ports is a cyclic buffer
+dependency: a PFC deadlock (Hu et al., HotNets'16) when its ports are stuck. Up-down routing
+cannot close such a cycle (no packet turns back down and up again), so in a healthy Clos one only
+appears through bounce paths after failures or misrouting.
 """
 
 from __future__ import annotations
@@ -29,6 +34,10 @@ from detectors.kinds import (
 from pipeline.model import Alert
 from pipeline.topology import Host, Link, Port, Topology
 
+#: a port with a standing queue that sends less than this share of line rate is held back by its
+#: peer, whatever its pause counters say: on a lossless priority nothing else idles a backlog
+HELD_UTIL = 0.5
+
 
 def host_node(name: str) -> str:
     return f"host:{name}"
@@ -43,6 +52,11 @@ class PauseGraph:
     edges: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     #: node → the symptoms observed on it (ports only)
     symptoms: dict[str, list[Alert]] = field(default_factory=lambda: defaultdict(list))
+
+    def is_blocked(self, port: str) -> bool:
+        """Whether a port's egress is paused or congested (it can explain its switch pausing)."""
+        return any(a.name in PAUSED_SYMPTOMS or a.name in CONGESTED_SYMPTOMS or
+                   a.name == SLOW_DRAIN for a in self.symptoms.get(port, ()))
 
     def add(self, a: str, b: str) -> None:
         if a != b:
@@ -78,16 +92,10 @@ class PauseGraph:
                     stack.append(up)
         return seen
 
-    def sink_cycles(self) -> list[set[str]]:
-        """Strongly connected sets of two or more nodes that wait only on each other."""
-        out = []
-        for comp in strongly_connected(self.edges):
-            if len(comp) < 2:
-                continue
-            exits = {t for n in comp for t in self.edges.get(n, ())} - comp
-            if not exits:
-                out.append(comp)
-        return out
+    def cycles(self) -> list[set[str]]:
+        """Strongly connected sets of two or more nodes: every member waits, through the others,
+        on itself."""
+        return [comp for comp in strongly_connected(self.edges) if len(comp) >= 2]
 
 
 def strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
@@ -155,6 +163,8 @@ def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
             blocked[device].add(port)
         elif alert.name in CONGESTED_SYMPTOMS:
             blocked[device].add(port)
+            if alert.evidence.get("util", 1.0) < HELD_UTIL:
+                paused.add(port)  # a standing queue that does not drain is being held back
         elif alert.name == PFC_PAUSING:
             pausing.add(port)
 
@@ -168,17 +178,17 @@ def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
             graph.add(waiter, device_node(pauser.device))
 
     for label in paused:
-        port = Port.parse(label)
-        att = topology.attachment(port)
+        here = Port.parse(label)
+        att = topology.attachment(here)
         if isinstance(att, Host):
             graph.add(label, host_node(att.name))
         elif isinstance(att, Link):
-            waits_on(label, att.other(port))
+            waits_on(label, att.other(here))
     for label in pausing:
-        port = Port.parse(label)
-        att = topology.attachment(port)
+        here = Port.parse(label)
+        att = topology.attachment(here)
         if isinstance(att, Host):
-            waits_on(host_node(att.name), port)
+            waits_on(host_node(att.name), here)
         elif isinstance(att, Link):
-            waits_on(str(att.other(port)), port)
+            waits_on(str(att.other(here)), here)
     return graph

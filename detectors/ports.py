@@ -35,6 +35,9 @@ class PortIndex:
         self.peer = np.empty(0, np.int64)
         self.entity: list[str] = []
         self.host: list[str] = []  # the host behind a HOST port, else ""
+        #: device id of each port
+        self.device_id = np.empty(0, np.int64)
+        self._by_device: dict[int, NDArray[np.int64]] = {}
         self._synced = 0
 
     @property
@@ -74,6 +77,8 @@ class PortIndex:
         self.kind = np.concatenate([self.kind, kinds])
         self.line_bps = np.concatenate([self.line_bps, line])
         self.peer = np.concatenate([self.peer, np.full(len(new), -1, np.int64)])
+        self.device_id = np.asarray(self.names.port_device[:total], np.int64)
+        self._by_device.clear()
         self._synced = total
         self._link_peers()
 
@@ -108,8 +113,22 @@ class PortIndex:
 
     def ports_of(self, device: str) -> NDArray[np.int64]:
         """Port ids (with a port name) of one device."""
-        did = self.names._device_id.get(device)
-        if did is None:
-            return np.empty(0, np.int64)
-        dev = np.asarray(self.names.port_device[: self._synced], np.int64)
-        return np.flatnonzero((dev == did) & (self.kind != PortKind.DEVICE)).astype(np.int64)
+        did = self.names.find_device(device)
+        return np.empty(0, np.int64) if did is None else self.ports_of_id(did)
+
+    def ports_of_id(self, did: int) -> NDArray[np.int64]:
+        cached = self._by_device.get(did)
+        if cached is None:
+            cached = np.flatnonzero((self.device_id == did) &
+                                    (self.kind != PortKind.DEVICE)).astype(np.int64)
+            self._by_device[did] = cached
+        return cached
+
+    def device_row(self, did: int) -> int | None:
+        """The port id of a device's device-level row (collector health), if it has one."""
+        return self.names.find_port(self.names.devices[did], "")
+
+    def is_switch(self, did: int) -> bool:
+        name = self.names.devices[did]
+        topo = self.topology
+        return name in topo.switches if topo else name.startswith(("leaf", "spine"))

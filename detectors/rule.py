@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from detectors.base import Detector, DetectorOptions, Persistence, Symptoms
 from detectors.features import QUAL_SLOTS, Frame, cols
-from detectors.ports import PortIndex
+from detectors.ports import PortIndex, PortKind
 from detectors.signals import At
 from pipeline.metrics import CATALOG, METRIC_ID
 from pipeline.model import Alert, Severity
@@ -82,12 +82,15 @@ class PortRule(Detector):
 
     def candidates(self, frame: Frame) -> NDArray[np.int64]:
         """Ports this rule may judge (default: every touched port with a name)."""
-        t = frame.touched
-        return t[frame.ports.kind[t] != 3]
+        return frame.touched_of(PortKind.HOST, PortKind.FABRIC, PortKind.UNKNOWN)
 
     @abstractmethod
     def evaluate(self, frame: Frame, at: At) -> Verdict:
         """Judge the ports ``at.pids`` at ``at.ts`` (arrays shaped ports × ``slots``)."""
+
+    def annotations(self, evidence: dict[str, float]) -> dict[str, str]:
+        """Extra text a symptom carries when it fires (default none)."""
+        return {}
 
     def labels(self, ports: PortIndex, pid: int, slot: int) -> dict[str, str]:
         out = {"device": ports.device(pid), "port": ports.names.port_name[pid]}
@@ -121,6 +124,71 @@ class PortRule(Detector):
                     key, name=self.symptom, entity=label, ports=(label,),
                     labels=self.labels(ports, pid, slot), evidence=evidence,
                     onset_ns=int(self.persistence.onset_ns[key]), ts_ns=int(ts[i]),
-                    severity=v.severity)
+                    severity=v.severity, annotations=self.annotations(evidence))
             elif bad[i] or good[i]:
                 self.symptoms.update(key, evidence, int(ts[i]))
+
+
+@dataclass
+class DeviceVerdict:
+    bad: bool
+    good: bool
+    evidence: dict[str, float] = field(default_factory=dict)
+    ports: tuple[str, ...] = ()
+
+
+class DeviceRule(Detector):
+    """Base of the per-switch detectors: judge a switch from all its ports at one sample time."""
+
+    driver: ClassVar[str]
+    symptom: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.WARNING
+
+    def __init__(self, instance: str, options: BaseModel, *, topology: Topology | None) -> None:
+        super().__init__(instance, options, topology=topology)
+        opts = options if isinstance(options, DetectorOptions) else DetectorOptions()
+        self.persistence = Persistence(opts.fire_after, opts.clear_after)
+        self.symptoms = Symptoms(self.name)
+        self.last_eval: dict[int, int] = {}
+        self._driver = int(cols(self.driver).start)
+        self._width = int(cols(self.driver).stop) - self._driver
+
+    def observe(self, frame: Frame, now_ns: int) -> list[Alert]:
+        ports = frame.ports
+        touched = frame.touched[ports.kind[frame.touched] != 3]
+        for did in np.unique(ports.device_id[touched]).tolist():
+            if not ports.is_switch(did):
+                continue
+            pids = ports.ports_of_id(did)
+            if not pids.size:
+                continue
+            block = frame.table.ts[pids, self._driver:self._driver + self._width]
+            ts = int(block.max())
+            if ts <= self.last_eval.get(did, -1):
+                continue
+            self.last_eval[did] = ts
+            at = At.driven_by(frame, pids, np.full(pids.size, ts, np.int64), self._driver)
+            v = self.evaluate_device(frame, did, at)
+            self._advance(frame, did, ts, v)
+        return self.symptoms.alerts()
+
+    @abstractmethod
+    def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:
+        """Judge one switch from its ports ``at.pids`` at one sample time."""
+
+    def _advance(self, frame: Frame, did: int, ts: int, v: DeviceVerdict) -> None:
+        key = np.array([did], np.int64)
+        fired, cleared = self.persistence.step(key, np.array([v.bad]), np.array([v.good]),
+                                               np.array([ts], np.int64))
+        if cleared.size:
+            self.symptoms.clear(did)
+        if not self.persistence.is_firing(key)[0]:
+            return
+        device = frame.ports.names.devices[did]
+        if fired.size or did not in self.symptoms.active:
+            self.symptoms.fire(did, name=self.symptom, entity=device, ports=v.ports,
+                               labels={"device": device}, evidence=v.evidence,
+                               onset_ns=int(self.persistence.onset_ns[did]), ts_ns=ts,
+                               severity=self.severity)
+        elif v.bad or v.good:
+            self.symptoms.update(did, v.evidence, ts)

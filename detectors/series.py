@@ -66,6 +66,9 @@ class SeriesIndex:
             self.port_name.append(port)
         return pid
 
+    def find_device(self, device: str) -> int | None:
+        return self._device_id.get(device)
+
     def find_port(self, device: str, port: str) -> int | None:
         did = self._device_id.get(device)
         return None if did is None else self._port_id.get((did, port))
@@ -113,7 +116,8 @@ class SeriesIndex:
              for u in uniq), np.int64, len(uniq))
         port = uniq_pid[inverse]
         qual = np.clip(batch.qual.astype(np.int64), -1, _QUAL_MAX) + 1
-        key = (port << (_METRIC_BITS + _QUAL_BITS)) | (batch.metric.astype(np.int64) << _QUAL_BITS) | qual
+        metric = batch.metric.astype(np.int64) << _QUAL_BITS
+        key = (port << (_METRIC_BITS + _QUAL_BITS)) | metric | qual
         return BatchIds(port, self._series_ids(key))
 
     def _series_ids(self, key: NDArray[np.int64]) -> NDArray[np.int64]:

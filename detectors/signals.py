@@ -106,6 +106,41 @@ def corruption(frame: Frame, at: At) -> tuple[F64, F64]:
     return rate, fcs
 
 
+#: 802.1Qbb: a pause asks for at most 65535 quanta of 512 bit times; a port held in XOFF is
+#: re-paused every half of that (the usual refresh), so a continuous pause arrives at 1 / refresh
+PAUSE_QUANTA_BITS = 65535 * 512
+
+
+def refresh_s(frame: Frame, at: At) -> F64:
+    """Seconds between refreshes of a continuous pause at each port's line rate."""
+    return PAUSE_QUANTA_BITS / line_bps(frame, at) / 2.0
+
+
+def pause_share(frame: Frame, at: At, direction: str) -> tuple[F64, F64]:
+    """Per priority: the share of time paused (``rx``: the port was paused by its peer; ``tx``:
+    the port paused its peer), and whether that share was measured (1.0) or estimated (0.0).
+
+    With a pause timer (SONiC, Arista rx, SNMP) it is measured. With frame counts only
+    (OpenConfig) it is estimated as frames × refresh time: exact for a continuous pause, an
+    over-estimate when XON/XOFF cycle quickly (each cycle costs two frames), never an
+    under-estimate — detectors use it to *rule out* pausing, or to confirm it together with the
+    port's drain."""
+    if direction == "rx":
+        timed, frames = pause_rx_ratio(frame, at), pause_rx_fps(frame, at)
+    else:
+        timed, frames = pause_tx_ratio(frame, at), pause_tx_fps(frame, at)
+    estimate = frames * refresh_s(frame, at)[:, None]
+    measured = np.isfinite(timed)
+    return np.where(measured, timed, estimate), measured.astype(np.float64)
+
+
+def lossless_tx_util(frame: Frame, at: At) -> F64:
+    """Per priority: what the port sends on that priority's queue over line rate; the port's total
+    where the device has no per-queue counters (queues are indexed by the priority they carry)."""
+    q = queue_tx_util(frame, at)
+    return np.where(np.isfinite(q), q, tx_util(frame, at)[:, None])
+
+
 def per_slot(values: F64) -> F64:
     """Make a per-port column broadcastable against per-priority/queue matrices."""
     return values[:, None] * np.ones((1, QUAL_SLOTS))

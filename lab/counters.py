@@ -113,7 +113,7 @@ class CounterState:
     def reset_device(self, device: int, now_s: float) -> None:
         """A simulated reboot: the device's counters restart from zero and its uptime from now."""
         ports = np.flatnonzero(self._port_device == device)
-        keep = (P_OPER, P_ADMIN, P_LAST_CHANGE, P_SPEED)
+        keep = np.asarray((P_OPER, P_ADMIN, P_LAST_CHANGE, P_SPEED))
         saved = self.port[np.ix_(ports, keep)].copy()
         self.port[ports] = 0.0
         self.port[np.ix_(ports, keep)] = saved

@@ -1,9 +1,10 @@
 """Fault injection: what each scenario fault does to the simulated fabric, as a function of time.
 
 Faults overlap freely; :meth:`FaultSchedule.effects` composes every fault active at ``t`` into one
-:class:`FaultEffects`. The simulation re-evaluates it at each boundary (a fault starting or ending, a
-flap edge) and at every statistics tick while a continuously changing fault (``optics_degrade``)
-runs. Incast senders are traffic, not effects: :mod:`lab.traffic` gives them a time window.
+:class:`FaultEffects`. The simulation re-evaluates it at each boundary (a fault starting or
+ending, a flap edge) and at every statistics tick while a continuously changing fault
+(``optics_degrade``) runs. Incast senders are traffic, not effects: :mod:`lab.traffic` gives
+them a time window.
 
 Directions on links follow the topology: ``a`` is the end whose switch name sorts first; on a
 host's link, ``a`` is the leaf port and ``b`` the NIC. ``a_to_b`` corrupts frames sent by ``a``,
@@ -86,11 +87,11 @@ class FaultSchedule:
 
     def effects(self, t: float) -> FaultEffects:
         w = self.w
-        P = w.n_ports
+        n_ports = w.n_ports
         fx = FaultEffects(
-            down_links=frozenset(), loss=np.zeros(P), symbols_per_pkt=np.zeros(P),
-            forced=np.zeros((P, N_PRIO)), forced_busy=np.zeros((P, N_PRIO)),
-            rx_drain=np.ones((P, N_PRIO)), stuck=np.zeros((P, N_PRIO)),
+            down_links=frozenset(), loss=np.zeros(n_ports), symbols_per_pkt=np.zeros(n_ports),
+            forced=np.zeros((n_ports, N_PRIO)), forced_busy=np.zeros((n_ports, N_PRIO)),
+            rx_drain=np.ones((n_ports, N_PRIO)), stuck=np.zeros((n_ports, N_PRIO)),
             xoff_scale=np.ones(len(w.switches) + len(w.hosts)),
         )
         down: set[int] = set()

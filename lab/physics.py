@@ -21,10 +21,14 @@ blocking), and a PG that never drains converges to a full pause. Because the han
 PG at XOFF whatever ``dt`` is, the model stays stable from microsecond steps (where transients are
 visible) to the 10 ms steps the lab runs at (where the queues sit at their equilibria).
 
-Counters are accumulated here per step and turned into device counters by :mod:`lab.stats`.
+Only *active* priorities are simulated (those carrying traffic, the lossless ones, and any a fault
+pauses), so per-channel arrays are ``ports x active`` wide, usually ``ports x 1``; :meth:`harvest`
+expands a tick's accumulators to all eight priorities for :mod:`lab.stats`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,56 +38,122 @@ from lab.wiring import N_PRIO, N_TIERS, TIER_LEAF_DOWN, IntArray, Wiring
 
 F64 = NDArray[np.float64]
 _EPS = 1e-9
+_TINY = 1e-30
+
+
+@dataclass
+class Harvest:
+    """One tick's accumulators, flat over (port, active priority); see ``Physics.prios``."""
+
+    span: float
+    tx: F64           # bytes sent per (channel, prio)
+    lost: F64         # of which corrupted on the wire
+    flushed: F64      # bytes discarded at a down port or by a lost route
+    dropped: F64      # lossy tail drops at egress
+    nic_drop: F64     # lossy drops in a NIC receive buffer
+    pause_s: F64      # time (channel, prio) was paused
+    frames: F64       # PFC frames the channel's peer sent to it
+    qsum: F64         # integral of the egress queue, byte-seconds
+    qmax: F64
+    pgsum: F64        # integral of the PG the channel feeds, byte-seconds
+    queue: F64        # egress queue now
+    xoff: F64         # current PG thresholds
 
 
 class Physics:
-    def __init__(self, wiring: Wiring, prio: IntArray, buffers: BufferProfile, dt: float) -> None:
+    def __init__(self, wiring: Wiring, prio: IntArray, buffers: BufferProfile, dt: float,
+                 extra_prios: tuple[int, ...] = ()) -> None:
         self.w = wiring
         self.buf = buffers
         self.dt = dt
-        P = wiring.n_ports
-        self.P = P
+        n_ports = wiring.n_ports
+        self.n_ports = n_ports
+        active = sorted(set(prio.tolist()) | set(buffers.lossless) | set(extra_prios))
+        self.prios = np.asarray(active, dtype=np.int64)
+        self.n_act = len(active)
+        slot = np.full(N_PRIO, -1, dtype=np.int64)
+        slot[self.prios] = np.arange(self.n_act)
+        self.slot = slot
+        na = self.n_act
         self.cap: F64 = wiring.bps / 8.0                           # bytes/s per channel
+        self._cap_flat: F64 = np.repeat(self.cap, na)
         self.refresh_s: F64 = np.array([buffers.pause_refresh_s(b) for b in wiring.bps])
+        self._refresh_flat = np.repeat(self.refresh_s, na)
         self.lossless = np.zeros(N_PRIO, dtype=bool)
         self.lossless[list(buffers.lossless)] = True
         self.ecn_capable = np.zeros(N_PRIO, dtype=bool)
         self.ecn_capable[list(buffers.ecn_capable)] = True
         self.frame: F64 = np.array([buffers.frame_bytes(p) for p in range(N_PRIO)])
-        self._lossless_flat = np.tile(self.lossless, P)
+        self._lossless_flat = np.tile(self.lossless[self.prios], n_ports)
+        self._lossless_f = self._lossless_flat.astype(np.float64)
+        self._lossy_f = 1.0 - self._lossless_f
         # threshold of the PG each channel feeds (that PG lives on the receiving device)
-        xoff = np.full((P, N_PRIO), buffers.xoff_bytes)
+        xoff = np.full((n_ports, N_PRIO), buffers.xoff_bytes)
         xoff[wiring.tier == TIER_LEAF_DOWN] = buffers.nic_xoff_bytes
         self.xoff_base: F64 = xoff
-        self.xoff: F64 = xoff.copy()
-        # link state and fault-imposed conditions, per channel
-        self.channel_up = np.ones(P, dtype=bool)
-        self.loss: F64 = np.zeros(P)                 # probability a frame arrives corrupted
-        self.forced: F64 = np.zeros((P, N_PRIO))     # pause asserted regardless of buffers
-        self.forced_busy: F64 = np.zeros((P, N_PRIO))  # pause asserted whenever traffic arrives
-        self.rx_drain: F64 = np.ones((P, N_PRIO))    # tier-3 channels: NIC drain fraction
-        self.stuck_bytes: F64 = np.zeros((P, N_PRIO))  # bytes frozen in a deadlocked queue
-        # dynamic state
-        self.phi: F64 = np.zeros(P * N_PRIO)          # pause fraction imposed on (channel, prio)
-        self.pg: F64 = np.zeros(P * N_PRIO)           # PG bytes held downstream of each channel
-        self.nicbuf: F64 = np.zeros(P * N_PRIO)       # receive buffers, by the leaf channel
-        self.queue: F64 = np.zeros(P * N_PRIO)        # egress queue bytes at the end of the step
+        self._xoff: F64 = self._compact(xoff)
+        # link state and fault-imposed conditions (see set_conditions)
+        self.channel_up = np.ones(n_ports, dtype=bool)
+        self._up_flat = np.ones(n_ports * na)
+        self.loss: F64 = np.zeros(n_ports)
+        self._forced: F64 = np.zeros(n_ports * na)
+        self._forced_busy: F64 = np.zeros(n_ports * na)
+        self._rx_drain: F64 = np.ones(n_ports * na)
+        self._stuck: F64 = np.zeros(n_ports * na)
+        self._forced_any: F64 = np.zeros(n_ports * na)
+        self._any_loss = False
+        self._all_up = True
+        self._finite = False
+        # dynamic per (channel, active prio) state
+        self.phi: F64 = np.zeros(n_ports * na)      # pause imposed on the channel next step
+        self.pg: F64 = np.zeros(n_ports * na)       # PG bytes held downstream of the channel
+        self.nicbuf: F64 = np.zeros(n_ports * na)   # receive buffers, keyed by the leaf channel
+        self.queue: F64 = np.zeros(n_ports * na)    # egress queue bytes
         # entries
-        E = len(prio)
+        n_ent = len(prio)
         self.prio = prio.astype(np.int64)
-        self.q: F64 = np.zeros((E, N_TIERS))
-        self.ch: IntArray = np.full((E, N_TIERS), -1, dtype=np.int64)
-        self.routable = np.zeros(E, dtype=bool)
-        self.offered: F64 = np.zeros(E)               # bytes/s each entry wants to send
-        self.remaining: F64 = np.full(E, np.inf)      # bytes left to send (finite transfers)
-        self.delivered: F64 = np.zeros(E)
-        self._tier_ent: list[IntArray] = [np.zeros(0, dtype=np.int64)] * N_TIERS
-        self._keys: list[IntArray] = [np.zeros(0, dtype=np.int64)] * N_TIERS
-        self._next0: IntArray = np.zeros(0, dtype=np.int64)
+        self._pslot = slot[self.prio]
+        self.q: list[F64] = [np.zeros(n_ent) for _ in range(N_TIERS)]   # bytes queued per tier
+        self.ch: IntArray = np.full((n_ent, N_TIERS), -1, dtype=np.int64)
+        self.routable = np.zeros(n_ent, dtype=bool)
+        self.offered: F64 = np.zeros(n_ent)           # bytes/s each entry wants to send
+        self.remaining: F64 = np.full(n_ent, np.inf)  # bytes left to send (finite transfers)
+        self.delivered: F64 = np.zeros(n_ent)
+        empty = np.zeros(0, dtype=np.int64)
+        self._m: list[IntArray] = [empty] * N_TIERS   # entries present at each tier
+        self._k: list[IntArray] = [empty] * N_TIERS   # their (channel, slot) keys
+        self._c: list[IntArray] = [empty] * N_TIERS   # their channels
+        self._inter0 = np.zeros(0, dtype=bool)        # tier-0 entries that continue to tier 1
         self._has_lossy = False
         self.reset_accumulators()
 
     # ------------------------------------------------------------------ configuration
+
+    def _compact(self, per8: F64) -> F64:
+        return np.ascontiguousarray(per8[:, self.prios]).ravel()
+
+    def expand(self, flat: F64) -> F64:
+        """(port x active) values as flat (port x 8), zero for inactive priorities."""
+        out = np.zeros((self.n_ports, N_PRIO))
+        out[:, self.prios] = flat.reshape(self.n_ports, self.n_act)
+        return out.ravel()
+
+    def set_conditions(self, *, loss: F64, forced: F64, forced_busy: F64, rx_drain: F64,
+                       stuck: F64, xoff_scale: F64) -> None:
+        """Fault-imposed state: per-channel loss, and (port, 8) pause/drain/fill arrays."""
+        self.loss = loss.copy()
+        self._any_loss = bool(self.loss.any())
+        self._forced = self._compact(forced)
+        self._forced_busy = self._compact(forced_busy)
+        self._forced_any = np.maximum(self._forced, self._forced_busy)
+        self._rx_drain = self._compact(rx_drain)
+        self._stuck = self._compact(stuck)
+        self._xoff = self._compact(self.xoff_base * xoff_scale[:, None])
+
+    def set_transfer(self, nbytes: F64) -> None:
+        """Finite transfers: each entry sends ``nbytes`` then stops (completion experiments)."""
+        self.remaining = nbytes.astype(np.float64).copy()
+        self._finite = True
 
     def set_routes(self, ch: IntArray, routable: NDArray[np.bool_]) -> None:
         """Install new paths; bytes queued on a hop that moved follow their entry, except on a
@@ -93,16 +163,17 @@ class Physics:
             moved = (old[:, tier] >= 0) & ((old[:, tier] != ch[:, tier]) | ~routable)
             lost_hop = moved & ((ch[:, tier] < 0) | ~routable | ~self.channel_up[old[:, tier]])
             if lost_hop.any():
-                self._discard(old[lost_hop, tier], self.prio[lost_hop], self.q[lost_hop, tier])
-                self.q[lost_hop, tier] = 0.0
+                self._discard(old[lost_hop, tier], lost_hop, self.q[tier][lost_hop])
+                self.q[tier][lost_hop] = 0.0
         self.ch = ch.copy()
         self.routable = routable.copy()
+        na = self.n_act
         for tier in range(N_TIERS):
             m = np.flatnonzero((ch[:, tier] >= 0) & routable)
-            self._tier_ent[tier] = m
-            self._keys[tier] = ch[m, tier] * N_PRIO + self.prio[m]
-        m0 = self._tier_ent[0]
-        self._next0 = np.where(ch[m0, 1] >= 0, 1, 3)
+            self._m[tier] = m
+            self._c[tier] = ch[m, tier]
+            self._k[tier] = self._c[tier] * na + self._pslot[m]
+        self._inter0 = ch[self._m[0], 1] >= 0
         self._has_lossy = bool((~self.lossless[self.prio[self.routable]]).any())
 
     def set_channel_up(self, up: NDArray[np.bool_]) -> None:
@@ -112,239 +183,274 @@ class Physics:
             for tier in range(1, N_TIERS):
                 hit = (self.ch[:, tier] >= 0) & newly_down[np.maximum(self.ch[:, tier], 0)]
                 if hit.any():
-                    self._discard(self.ch[hit, tier], self.prio[hit], self.q[hit, tier])
-                    self.q[hit, tier] = 0.0
-            flat = np.repeat(newly_down, N_PRIO)
+                    self._discard(self.ch[hit, tier], hit, self.q[tier][hit])
+                    self.q[tier][hit] = 0.0
+            flat = np.repeat(newly_down, self.n_act)
             self.nicbuf[flat] = 0.0
             self.phi[flat] = 0.0
         self.channel_up = up.copy()
+        self._up_flat = np.repeat(up, self.n_act).astype(np.float64)
+        self._all_up = bool(up.all())
 
     def reset_accumulators(self) -> None:
-        P8 = self.P * N_PRIO
-        self.acc_tx: F64 = np.zeros(P8)        # bytes sent per (channel, prio)
-        self.acc_lost: F64 = np.zeros(P8)      # of which corrupted on the wire
-        self.acc_flushed: F64 = np.zeros(P8)   # bytes discarded at a down/unroutable port
-        self.acc_dropped: F64 = np.zeros(P8)   # lossy tail drops at egress
-        self.acc_nic_drop: F64 = np.zeros(P8)  # lossy drops in a NIC receive buffer
-        self.acc_pause_s: F64 = np.zeros(P8)   # time (channel, prio) was paused
-        self.acc_frames: F64 = np.zeros(P8)    # PFC frames sent to (channel, prio)
-        self.acc_qsum: F64 = np.zeros(P8)      # integral of the queue, byte-seconds
-        self.acc_qmax: F64 = np.zeros(P8)
-        self.acc_pgsum: F64 = np.zeros(P8)
+        n = self.n_ports * self.n_act
+        self.acc_tx: F64 = np.zeros(n)
+        self.acc_lost: F64 = np.zeros(n)
+        self.acc_flushed: F64 = np.zeros(n)
+        self.acc_dropped: F64 = np.zeros(n)
+        self.acc_nic_drop: F64 = np.zeros(n)
+        self.acc_pause_s: F64 = np.zeros(n)
+        self.acc_frames: F64 = np.zeros(n)
+        self.acc_qsum: F64 = np.zeros(n)
+        self.acc_qmax: F64 = np.zeros(n)
+        self.acc_pgsum: F64 = np.zeros(n)
         self.acc_time = 0.0
+
+    def harvest(self) -> Harvest:
+        """This tick's accumulators; resets them."""
+        h = Harvest(self.acc_time, self.acc_tx, self.acc_lost, self.acc_flushed,
+                    self.acc_dropped, self.acc_nic_drop, self.acc_pause_s, self.acc_frames,
+                    self.acc_qsum, self.acc_qmax, self.acc_pgsum, self.queue.copy(),
+                    self._xoff.copy())
+        self.reset_accumulators()
+        return h
 
     # ------------------------------------------------------------------ the step
 
     def step(self) -> None:
         dt = self.dt
-        P8 = self.P * N_PRIO
-        cap = self.cap * dt * self.channel_up
-        phi_used = np.maximum(self.phi, np.maximum(self.forced, self.forced_busy).ravel())
-        n = len(self.prio)
-        q = self.q
-        moved = np.zeros((n, N_TIERS))
-        lost = np.zeros((n, N_TIERS))
-        arr = np.zeros(n)
-        demand = np.zeros(P8)
-        any_loss = bool(self.loss.any())
+        n = self.n_ports * self.n_act
+        cap = self._cap_flat * dt * self._up_flat
+        phi_used = np.maximum(self.phi, self._forced_any)
+        avail = (1.0 - phi_used) * cap
+        n_ent = len(self.prio)
+        moved = [np.zeros(n_ent) for _ in range(N_TIERS)]
+        lost = [np.zeros(n_ent) for _ in range(N_TIERS)]
+        arr = np.zeros(n_ent)
+        demand = np.zeros(n)
+        tx = np.zeros(n)
+        any_loss = self._any_loss
         for tier in range(N_TIERS):
-            m = self._tier_ent[tier]
+            m = self._m[tier]
             if not m.size:
                 continue
-            k = self._keys[tier]
-            want = (np.minimum(self.offered[m] * dt, self.remaining[m]) if tier == 0
-                    else q[m, tier] + arr[m])
-            D = np.bincount(k, want, minlength=P8)
-            served = _serve(D, cap, phi_used)
-            demand += D
-            frac = np.divide(served, D, out=np.zeros(P8), where=D > 0)
-            out = want * frac[k]
-            c = self.ch[m, tier]
+            k = self._k[tier]
+            if tier == 0:
+                want = np.minimum(self.offered[m] * dt, self.remaining[m])
+            else:
+                want = self.q[tier][m] + arr[m]
+            dem = _bincount(k, want, n)
+            served = self._serve(dem, avail, cap)
+            demand += dem
+            tx += served
+            out = want * (served / np.maximum(dem, _TINY))[k]
             if tier:
                 rest = want - out
-                down = ~self.channel_up[c]
-                if down.any():
-                    self.acc_flushed += np.bincount(k[down], rest[down], minlength=P8)
-                    rest[down] = 0.0
-                q[m, tier] = rest
+                if not self._all_up:
+                    down = ~self.channel_up[self._c[tier]]
+                    if down.any():
+                        self.acc_flushed += _bincount(k[down], rest[down], n)
+                        rest[down] = 0.0
+                self.q[tier][m] = rest
                 if self._has_lossy:
-                    self._tail_drop(m, tier, k)
-            moved[m, tier] = out
+                    self._tail_drop(tier)
+            moved[tier][m] = out
             if any_loss:
-                lo = out * self.loss[c]
-                lost[m, tier] = lo
+                lo = out * self.loss[self._c[tier]]
+                lost[tier][m] = lo
                 arr[m] = out - lo
             else:
                 arr[m] = out
-        pg_end = self._sink(cap, moved, arr)
-        pg_end += self._hand_back(2, 3, moved, lost)
-        pg_end += self._hand_back(1, 2, moved, lost)
-        pg_end += self._hand_back(0, -1, moved, lost)
-        tx = np.zeros(P8)
-        lost_cp = np.zeros(P8)
-        for tier in range(N_TIERS):
-            m = self._tier_ent[tier]
-            if m.size:
-                tx += np.bincount(self._keys[tier], moved[m, tier], minlength=P8)
-                if any_loss:
-                    lost_cp += np.bincount(self._keys[tier], lost[m, tier], minlength=P8)
-        m0 = self._tier_ent[0]
-        if m0.size:
-            sent = moved[m0, 0] - lost[m0, :].sum(axis=1)   # corrupted bytes get retransmitted
+        pg_end = self._sink(cap, moved, arr, tx)
+        pg_end += self._hand_back(2, moved, lost, tx)
+        pg_end += self._hand_back(1, moved, lost, tx)
+        pg_end += self._hand_back(0, moved, lost, tx)
+        lost_k = np.zeros(n)
+        if any_loss:
+            for tier in range(N_TIERS):
+                m = self._m[tier]
+                if m.size:
+                    lost_k += _bincount(self._k[tier], lost[tier][m], n)
+        m0 = self._m[0]
+        if self._finite and m0.size:
+            # bytes corrupted anywhere on the path are retransmitted
+            sent = moved[0][m0] - (lost[0][m0] + lost[1][m0] + lost[2][m0] + lost[3][m0])
             fin = np.isfinite(self.remaining[m0])
             self.remaining[m0[fin]] -= sent[fin]
-        self._estimate_pause(demand, cap, tx - lost_cp, pg_end)
-        queue = np.zeros(P8)
+        self._estimate_pause(demand, cap, tx - lost_k, pg_end)
+        queue = self._stuck.copy()
         for tier in range(1, N_TIERS):
-            m = self._tier_ent[tier]
+            m = self._m[tier]
             if m.size:
-                queue += np.bincount(self._keys[tier], q[m, tier], minlength=P8)
-        queue += self.stuck_bytes.ravel()
+                queue += _bincount(self._k[tier], self.q[tier][m], n)
         self.queue = queue
         self.acc_tx += tx
-        self.acc_lost += lost_cp
+        if any_loss:
+            self.acc_lost += lost_k
         self.acc_qsum += queue * dt
         np.maximum(self.acc_qmax, queue, out=self.acc_qmax)
         self.acc_pgsum += self.pg * dt
         self.acc_time += dt
 
-    def pg_load(self, util: F64) -> F64:
-        """Per (channel, prio): the load on whatever drains the PG that channel feeds.
-
-        A switch PG drains into the egress ports its traffic continues on (offered-weighted mean
-        of their utilisation); a NIC's buffer drains at its receive rate, so it only builds up
-        when the NIC drains slower than the link delivers."""
-        P8 = self.P * N_PRIO
-        num = np.zeros(P8)
-        den = np.zeros(P8)
-        for up, held in ((0, -1), (1, 2), (2, 3)):
-            m = self._tier_ent[up]
-            if not m.size:
-                continue
-            col = self._next0 if held < 0 else np.full(m.size, held)
-            nxt = self.ch[m, col]
-            wgt = self.offered[m]
-            num += np.bincount(self._keys[up], wgt * util[nxt], minlength=P8)
-            den += np.bincount(self._keys[up], wgt, minlength=P8)
-        out = np.divide(num, den, out=np.zeros(P8), where=den > 0)
-        nic = np.repeat(self.w.tier == TIER_LEAF_DOWN, N_PRIO)
-        drain = self.rx_drain.ravel()
-        slow = nic & (drain < 1.0)
-        out[nic] = 0.0
-        out[slow] = np.repeat(util, N_PRIO)[slow] / np.maximum(drain[slow], 1e-3)
-        return out
-
     # ------------------------------------------------------------------ pieces of the step
 
-    def _sink(self, cap: F64, moved: F64, arr: F64) -> F64:
+    def _serve(self, dem: F64, avail: F64, cap: F64) -> F64:
+        """Bytes each (channel, priority) sends: DWRR with equal weights over unpaused time."""
+        lim = np.minimum(dem, avail)
+        if self.n_act == 1:
+            return lim
+        na = self.n_act
+        rows = lim.reshape(self.n_ports, na)
+        c = cap.reshape(self.n_ports, na)[:, 0]
+        over = rows.sum(axis=1) > c + _EPS
+        if over.any():
+            r = rows[over]
+            s = np.sort(r, axis=1)
+            prev = np.concatenate([np.zeros((len(s), 1)), np.cumsum(s, axis=1)[:, :-1]], axis=1)
+            level = (c[over][:, None] - prev) / (na - np.arange(na))
+            first = np.argmax(s >= level, axis=1)
+            lam = level[np.arange(len(s)), first]
+            rows[over] = np.minimum(r, lam[:, None])
+        return lim
+
+    def _sink(self, cap: F64, moved: list[F64], arr: F64, tx: F64) -> F64:
         """Receiving NICs: buffer, drain at (a fraction of) line rate, pause the leaf when full."""
-        m = self._tier_ent[TIER_LEAF_DOWN]
-        P8 = self.P * N_PRIO
+        m = self._m[TIER_LEAF_DOWN]
+        n = self.n_ports * self.n_act
         if not m.size:
             return self.nicbuf.copy()
-        k = self._keys[TIER_LEAF_DOWN]
-        inflow = np.bincount(k, arr[m], minlength=P8)
+        k = self._k[TIER_LEAF_DOWN]
+        inflow = _bincount(k, arr[m], n)
         buf = self.nicbuf + inflow
-        drain = np.minimum(buf, np.repeat(cap, N_PRIO) * self.rx_drain.ravel())
-        buf -= drain
-        over = np.maximum(buf - self.xoff.ravel(), 0.0)
-        lossy_over = np.where(self._lossless_flat, 0.0, over)
-        self.acc_nic_drop += lossy_over
-        buf -= lossy_over
-        excess = np.where(self._lossless_flat, over, 0.0)
-        r = np.minimum(1.0, np.divide(excess, inflow, out=np.zeros(P8), where=inflow > 0))
-        back = arr[m] * r[k]
-        if back.any():
-            self.q[m, TIER_LEAF_DOWN] += back
-            moved[m, TIER_LEAF_DOWN] -= back
+        buf -= np.minimum(buf, cap * self._rx_drain)
+        over = np.maximum(buf - self._xoff, 0.0)
+        if self._has_lossy:
+            lossy_over = over * self._lossy_f
+            self.acc_nic_drop += lossy_over
+            buf -= lossy_over
+        excess = over * self._lossless_f
+        if excess.max() > 0.0:
+            r = np.minimum(1.0, excess / np.maximum(inflow, _TINY))
+            back = arr[m] * r[k]
+            self.q[TIER_LEAF_DOWN][m] += back
+            moved[TIER_LEAF_DOWN][m] -= back
             arr[m] -= back
-            buf -= np.bincount(k, back, minlength=P8)
-        np.maximum(buf, 0.0, out=buf)
+            back_k = _bincount(k, back, n)
+            tx -= back_k
+            buf = np.maximum(buf - back_k, 0.0)
         self.nicbuf = buf
-        self.delivered[m] += arr[m]
+        if self._finite:
+            self.delivered[m] += arr[m]
         return buf.copy()
 
-    def _hand_back(self, up_tier: int, held_tier: int, moved: F64, lost: F64) -> F64:
-        """PFC for the PGs fed by ``up_tier`` channels: return their excess to the upstream.
-
-        ``held_tier`` is where those bytes now queue (-1: tier 1 or 3, per entry)."""
-        m = self._tier_ent[up_tier]
-        P8 = self.P * N_PRIO
+    def _hand_back(self, up_tier: int, moved: list[F64], lost: list[F64], tx: F64) -> F64:
+        """PFC for the PGs fed by ``up_tier`` channels: return their excess to the upstream."""
+        m = self._m[up_tier]
+        n = self.n_ports * self.n_act
         if not m.size:
-            return np.zeros(P8)
-        k = self._keys[up_tier]
-        col = self._next0 if held_tier < 0 else np.full(m.size, held_tier)
-        held = self.q[m, col]
-        pg = np.bincount(k, held, minlength=P8)
-        excess = np.where(self._lossless_flat, np.maximum(pg - self.xoff.ravel(), 0.0), 0.0)
-        if not excess.any():
+            return np.zeros(n)
+        k = self._k[up_tier]
+        if up_tier == 0:
+            inter = self._inter0
+            held = np.where(inter, self.q[1][m], self.q[3][m])
+        else:
+            held = self.q[up_tier + 1][m]
+        pg = _bincount(k, held, n)
+        excess = np.maximum(pg - self._xoff, 0.0) * self._lossless_f
+        if excess.max() <= 0.0:
             return pg
-        arrived = moved[m, up_tier] - lost[m, up_tier]
-        reflectable = np.minimum(held, np.maximum(arrived, 0.0))
-        R = np.bincount(k, reflectable, minlength=P8)
-        r = np.minimum(1.0, np.divide(excess, R, out=np.zeros(P8), where=R > 0))
+        arrived = np.maximum(moved[up_tier][m] - lost[up_tier][m], 0.0)
+        reflectable = np.minimum(held, arrived)
+        total = _bincount(k, reflectable, n)
+        r = np.minimum(1.0, excess / np.maximum(total, _TINY))
         back = reflectable * r[k]
-        self.q[m, col] -= back
-        moved[m, up_tier] -= back
-        if up_tier > 0:
-            self.q[m, up_tier] += back
-        return pg - np.bincount(k, back, minlength=P8)
+        if up_tier == 0:
+            self.q[1][m[inter]] -= back[inter]
+            self.q[3][m[~inter]] -= back[~inter]
+        else:
+            self.q[up_tier + 1][m] -= back
+            self.q[up_tier][m] += back
+        moved[up_tier][m] -= back
+        back_k = _bincount(k, back, n)
+        tx -= back_k
+        return pg - back_k
 
     def _estimate_pause(self, demand: F64, cap: F64, inflow: F64, pg_end: F64) -> None:
         """Pause fractions for the next step, and the pause time and PFC frames of this one."""
         dt = self.dt
-        xoff = self.xoff.ravel()
-        band = self.buf.xon_band_bytes
-        potential = np.minimum(demand, np.repeat(cap, N_PRIO))
+        xoff = self._xoff
+        potential = np.minimum(demand, cap)
+        busy = (potential > 1.0) * self._lossless_f
+        inv = busy / np.maximum(potential, 1.0)
         drained = np.maximum(self.pg + inflow - pg_end, 0.0)
         allowed = drained + np.maximum(xoff - pg_end, 0.0)
-        busy = potential > 1.0
-        ratio = np.divide(allowed, potential, out=np.ones_like(potential), where=busy)
-        phi = np.where(busy & self._lossless_flat, np.clip(1.0 - ratio, 0.0, 1.0), 0.0)
-        self.phi = phi
+        self.phi = np.maximum(1.0 - allowed * inv, 0.0) * busy
         self.pg = pg_end
-        up = np.repeat(self.channel_up, N_PRIO)
-        asserting = (pg_end >= xoff - band) & self._lossless_flat
-        used = np.divide(inflow, potential, out=np.zeros_like(potential), where=busy)
-        eff = np.where(asserting, np.where(busy, np.clip(1.0 - used, 0.0, 1.0), 1.0), 0.0)
-        eff = np.maximum(eff, self.forced.ravel())
-        eff = np.maximum(eff, np.where(busy, self.forced_busy.ravel(), 0.0))
-        eff = np.where(up, eff, 0.0)
-        refresh = np.repeat(self.refresh_s, N_PRIO)
-        full = eff >= 0.999
+        asserting = (pg_end >= xoff - self.buf.xon_band_bytes) * self._lossless_f
+        # asserting with nothing upstream to pause still means XOFF all along
+        eff = asserting * np.where(busy > 0, np.maximum(1.0 - inflow * inv, 0.0), 1.0)
+        eff = np.maximum(eff, self._forced)
+        eff = np.maximum(eff, busy * self._forced_busy)
+        eff *= self._up_flat
+        if eff.max() <= 0.0:
+            return
         rate_u = potential / dt
         rate_d = np.minimum(inflow / dt, rate_u)
-        cycles = np.divide(rate_d * (rate_u - rate_d), band * rate_u, out=np.zeros_like(eff),
-                           where=(~full) & (eff > 0) & (rate_u > 0))
-        self.acc_frames += 2.0 * cycles * dt + eff * dt / refresh
+        partial = (eff > 0.0) & (eff < 0.999)
+        cycles = partial * rate_d * (rate_u - rate_d) / (self.buf.xon_band_bytes
+                                                         * np.maximum(rate_u, 1.0))
+        self.acc_frames += 2.0 * cycles * dt + eff * dt / self._refresh_flat
         self.acc_pause_s += eff * dt
 
-    def _tail_drop(self, m: IntArray, tier: int, k: IntArray) -> None:
-        P8 = self.P * N_PRIO
-        qk = np.bincount(k, self.q[m, tier], minlength=P8)
-        over = np.where(self._lossless_flat, 0.0, np.maximum(qk - self.buf.lossy_limit_bytes, 0))
+    def _tail_drop(self, tier: int) -> None:
+        m, k = self._m[tier], self._k[tier]
+        n = self.n_ports * self.n_act
+        qk = _bincount(k, self.q[tier][m], n)
+        over = np.where(self._lossless_flat, 0.0,
+                        np.maximum(qk - self.buf.lossy_limit_bytes, 0.0))
         if over.any():
-            fd = np.divide(over, qk, out=np.zeros(P8), where=qk > 0)
-            self.q[m, tier] *= 1.0 - fd[k]
+            fd = np.divide(over, qk, out=np.zeros(n), where=qk > 0)
+            self.q[tier][m] *= 1.0 - fd[k]
             self.acc_dropped += over
 
-    def _discard(self, chans: IntArray, prios: IntArray, nbytes: F64) -> None:
-        np.add.at(self.acc_flushed, chans * N_PRIO + prios, nbytes)
+    def _discard(self, chans: IntArray, entries: NDArray[np.bool_], nbytes: F64) -> None:
+        keys = chans * self.n_act + self._pslot[entries]
+        np.add.at(self.acc_flushed, keys, nbytes)
+
+    # ------------------------------------------------------------------ observations
+
+    def pg_load(self, util: F64) -> F64:
+        """Per (channel, active prio): the load on whatever drains the PG that channel feeds.
+
+        A switch PG drains into the egress ports its traffic continues on (offered-weighted mean
+        of their utilisation); a NIC's buffer drains at its receive rate, so it only builds up
+        when the NIC drains slower than the link delivers."""
+        n = self.n_ports * self.n_act
+        num = np.zeros(n)
+        den = np.zeros(n)
+        for up in range(3):
+            m = self._m[up]
+            if not m.size:
+                continue
+            if up == 0:
+                nxt = np.where(self._inter0, self.ch[m, 1], self.ch[m, 3])
+            else:
+                nxt = self.ch[m, up + 1]
+            wgt = self.offered[m]
+            num += _bincount(self._k[up], wgt * util[nxt], n)
+            den += _bincount(self._k[up], wgt, n)
+        out = np.divide(num, den, out=np.zeros(n), where=den > 0)
+        nic = np.repeat(self.w.tier == TIER_LEAF_DOWN, self.n_act)
+        slow = nic & (self._rx_drain < 1.0)
+        out[nic] = 0.0
+        util_flat = np.repeat(util, self.n_act)
+        out[slow] = util_flat[slow] / np.maximum(self._rx_drain[slow], 1e-3)
+        return out
+
+    def queued_bytes(self) -> float:
+        return float(sum(float(q.sum()) for q in self.q))
 
 
-def _serve(D: F64, cap: F64, phi: F64) -> F64:
-    """Bytes each (channel, priority) sends: DWRR with equal weights over unpaused time."""
-    P = cap.size
-    want = D.reshape(P, N_PRIO)
-    lim = np.minimum(want, (1.0 - phi.reshape(P, N_PRIO)) * cap[:, None])
-    over = lim.sum(axis=1) > cap + _EPS
-    if over.any():
-        rows = lim[over]
-        c = cap[over]
-        s = np.sort(rows, axis=1)
-        prev = np.concatenate([np.zeros((len(s), 1)), np.cumsum(s, axis=1)[:, :-1]], axis=1)
-        level = (c[:, None] - prev) / (N_PRIO - np.arange(N_PRIO))
-        first = np.argmax(s >= level, axis=1)
-        lam = level[np.arange(len(s)), first]
-        lim[over] = np.minimum(rows, lam[:, None])
-    return lim.ravel()
+def _bincount(keys: IntArray, weights: F64, minlength: int) -> F64:
+    """``np.bincount`` with weights, typed as the float array it returns."""
+    return np.asarray(np.bincount(keys, weights, minlength=minlength), dtype=np.float64)

@@ -75,7 +75,7 @@ class Router:
         tuple5 = [host_ip(e.src), host_ip(e.dst), np.full(len(e), _UDP, dtype=np.int64),
                   f.sport[e.flow], np.full(len(e), ROCE_DPORT, dtype=np.int64)]
         # E-ECMP hashing is the default fallback in te mode too
-        keys = tuple5 + [e.dst_qpn] if mode in ("eecmp", "te") else tuple5
+        keys = [*tuple5, e.dst_qpn] if mode in ("eecmp", "te") else tuple5
         self._keys = keys
         self._h_leaf = hash_fields(keys, self._leaf_salt[e.src_leaf].astype(np.uint64))
         self._inter = e.src_leaf != e.dst_leaf
@@ -98,7 +98,7 @@ class Router:
         idx = np.flatnonzero(self._inter)
         if not len(idx):
             return ch, routable
-        usable = inputs.usable_link
+        usable = np.asarray(inputs.usable_link, dtype=bool)
         upp = w.uplinks_per_pair
         src_leaf, dst_leaf = e.src_leaf[idx], e.dst_leaf[idx]
         up_ports = w.leaf_uplinks[src_leaf]                              # (k, members)
@@ -106,7 +106,7 @@ class Router:
         spine_of_member = np.arange(self.n_members) // upp
         down_ports = w.spine_downlinks[:, dst_leaf, :]                   # (spines, k, upp)
         down_ok = usable[w.port_link[down_ports]]                        # (spines, k, upp)
-        spine_ok = down_ok.any(axis=2).T                                 # (k, spines)
+        spine_ok = np.asarray(down_ok.any(axis=2)).T                     # (k, spines)
         member_ok = up_ok & spine_ok[:, spine_of_member]
         pref = self._pref_member[idx].copy()
         if self.mode == "te" and inputs.te_member is not None:

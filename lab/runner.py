@@ -16,13 +16,14 @@ Commands (tuples): ``("go", t0_monotonic)``, ``("admin", seq, port, up)``,
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from lab import counters as K
+from lab import counters as cf
 from lab.buffers import BufferProfile
 from lab.scenario import Scenario
 from lab.shared import (
@@ -46,7 +47,7 @@ class SimOptions:
     speed: float = 10.0
     dt: float = DEFAULT_DT
     tick_s: float = DEFAULT_TICK
-    buffers: BufferProfile = BufferProfile()
+    buffers: BufferProfile = field(default_factory=BufferProfile)
 
 
 def serve_simulation(scenario: Scenario, options: SimOptions, shm_name: str, size: int,
@@ -58,10 +59,8 @@ def serve_simulation(scenario: Scenario, options: SimOptions, shm_name: str, siz
         _Loop(sim, options, block, conn).run()
     except Exception:
         block.ctrl[C_STATE] = STATE_FAILED
-        try:
+        with contextlib.suppress(OSError):
             conn.send(("error", traceback.format_exc()))
-        except OSError:
-            pass
     finally:
         block.close()
 
@@ -139,6 +138,6 @@ class _Loop:
             sim.set_te_paths(cmd[2], cmd[3])
         elif kind == "reset":
             sim.reset_device(int(cmd[2]))
-        sim.counters.header[K.H_APPLIED] = seq
+        sim.counters.header[cf.H_APPLIED] = seq
         self._publish()
         self.block.ctrl[C_APPLIED] = seq

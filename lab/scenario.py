@@ -147,7 +147,7 @@ def load_scenario(path: str | Path) -> Scenario:
     except OSError as exc:
         raise ConfigError(f"cannot read scenario {p}: {exc}") from exc
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"scenario {p} is not valid YAML: {exc}") from exc
     return parse_scenario(data, source=str(p))
@@ -296,12 +296,10 @@ def _fault(data: Any, path: str, topo: Topology, duration: float) -> FaultSpec:
         _target_host(target, f"{path}.target", topo)
     elif kind in ("link_corruption", "link_flap", "optics_degrade", "link_down"):
         _target_link(target, f"{path}.target", topo)
-    elif kind == "ecmp_collision":
-        if target not in topo.leaves:
-            raise ConfigError(f"{kind} targets a leaf, not {target!r}", f"{path}.target")
-    elif kind == "buffer_misconfig":
-        if target not in topo.switches:
-            raise ConfigError(f"{kind} targets a switch, not {target!r}", f"{path}.target")
+    elif kind == "ecmp_collision" and target not in topo.leaves:
+        raise ConfigError(f"{kind} targets a leaf, not {target!r}", f"{path}.target")
+    elif kind == "buffer_misconfig" and target not in topo.switches:
+        raise ConfigError(f"{kind} targets a switch, not {target!r}", f"{path}.target")
     if kind == "pfc_storm":
         _keys(params, ppath, required=set(), optional={"priority"})
         checked = {"priority": _int(params.get("priority", 3), f"{ppath}.priority", lo=0, hi=7)}

@@ -14,7 +14,7 @@ Block layout (float64): ``[current slot, live sim time, applied command seq, res
 from __future__ import annotations
 
 import time
-from multiprocessing import shared_memory
+from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,6 +35,10 @@ class SharedBlock:
         self._owner = name is None
         self.shm = (shared_memory.SharedMemory(create=True, size=nbytes) if name is None
                     else shared_memory.SharedMemory(name=name))
+        if name is not None:
+            # Python 3.11 registers attached blocks too, and would unlink the owner's block when
+            # this process exits; only the owner may do that.
+            resource_tracker.unregister(self.shm._name, "shared_memory")  # type: ignore[attr-defined]
         self.arr: NDArray[np.float64] = np.ndarray((_CTRL + 2 * (size + 1),), dtype=np.float64,
                                                    buffer=self.shm.buf)
         if self._owner:
@@ -55,6 +59,11 @@ class SharedBlock:
         slot[1:] = vector
         slot[0] = seq + 2
         self.ctrl[C_CURRENT] = 1 - cur
+
+    def version(self) -> float:
+        """Changes whenever a new snapshot is published (cheap: no copy)."""
+        cur = int(self.ctrl[C_CURRENT])
+        return float(self._slots[cur][0]) * 2 + cur
 
     def read(self, timeout_s: float = 1.0) -> NDArray[np.float64]:
         deadline = time.monotonic() + timeout_s

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from lab import counters as K
+from lab import counters as cf
 from lab.buffers import BufferProfile
 from lab.counters import CounterState
 from lab.faults import FaultEffects, FaultSchedule
@@ -35,7 +35,8 @@ DEFAULT_TICK = 0.1
 
 class Simulation:
     def __init__(self, scenario: Scenario, *, dt: float = DEFAULT_DT,
-                 tick_s: float = DEFAULT_TICK, buffers: BufferProfile | None = None) -> None:
+                 tick_s: float = DEFAULT_TICK, buffers: BufferProfile | None = None,
+                 jitter: bool = True) -> None:
         if tick_s < dt or abs(tick_s / dt - round(tick_s / dt)) > 1e-6:
             raise ValueError("tick_s must be a whole number of steps")
         self.scenario = scenario
@@ -48,13 +49,15 @@ class Simulation:
         self.flows = build_flows(scenario, w)
         self.entries = build_entries(self.flows, w, scenario.seed)
         self.router = Router(w, self.flows, self.entries, scenario.routing, scenario.seed)
-        self.physics = Physics(w, self.entries.prio, self.buffers, dt)
+        storm_prios = tuple(int(f.params["priority"]) for f in scenario.faults
+                            if f.kind == "pfc_storm")
+        self.physics = Physics(w, self.entries.prio, self.buffers, dt, storm_prios)
         self.counters = CounterState(w)
         window = max(1, round(scenario.sample_interval_s / tick_s))
         self.stats = StatsTicker(w, self.physics, self.counters, self.buffers, window,
                                  scenario.seed)
         self.faults = FaultSchedule(scenario, w, self.buffers)
-        self.jitter = DemandJitter(len(self.flows), scenario.seed)
+        self.jitter = DemandJitter(len(self.flows), scenario.seed) if jitter else None
         self.t = 0.0
         self.steps = 0
         self.ticks = 0
@@ -87,9 +90,9 @@ class Simulation:
         if self.steps % self.tick_steps == 0:
             self.stats.tick()
             self.ticks += 1
-            self.counters.header[K.H_TIME] = self.t
-            self.counters.header[K.H_TICK] = self.ticks
-            self.counters.header[K.H_ROUTES] = self.routes_version
+            self.counters.header[cf.H_TIME] = self.t
+            self.counters.header[cf.H_TICK] = self.ticks
+            self.counters.header[cf.H_ROUTES] = self.routes_version
 
     def run_until(self, t: float) -> None:
         while self.t + self.dt / 2 < t:
@@ -99,7 +102,7 @@ class Simulation:
 
     def set_admin(self, port: int, up: bool) -> None:
         self.admin_up[port] = up
-        self.counters.port[port, K.P_ADMIN] = K.OPER_UP if up else K.OPER_DOWN
+        self.counters.port[port, cf.P_ADMIN] = cf.OPER_UP if up else cf.OPER_DOWN
         self._update_links()
 
     def set_drained(self, link: int, drained: bool) -> None:
@@ -116,7 +119,7 @@ class Simulation:
 
     def set_transfer(self, nbytes: NDArray[np.float64]) -> None:
         """Give every entry a finite amount to send (collective-completion experiments)."""
-        self.physics.remaining = nbytes.astype(np.float64).copy()
+        self.physics.set_transfer(nbytes)
         self._finite = True
 
     # ------------------------------------------------------------------ internals
@@ -128,15 +131,10 @@ class Simulation:
             return
         prev = self._effects
         self._effects = fx
-        ph = self.physics
-        ph.loss = fx.loss
-        ph.forced = fx.forced
-        ph.forced_busy = fx.forced_busy
-        ph.rx_drain = fx.rx_drain
-        ph.stuck_bytes = fx.stuck
-        self.stats.symbols_per_pkt = fx.symbols_per_pkt
         scale = fx.xoff_scale[self.wiring.port_device[self.wiring.peer]]
-        ph.xoff = ph.xoff_base * scale[:, None]
+        self.physics.set_conditions(loss=fx.loss, forced=fx.forced, forced_busy=fx.forced_busy,
+                                    rx_drain=fx.rx_drain, stuck=fx.stuck, xoff_scale=scale)
+        self.stats.symbols_per_pkt = fx.symbols_per_pkt
         if prev is None or prev.collisions != fx.collisions:
             self._routes_dirty = True
         self._update_links()
@@ -154,9 +152,9 @@ class Simulation:
         port = self.counters.port
         for link in changed.tolist():
             for p in w.link_channels(link):
-                port[p, K.P_CARRIER] += 1
-                port[p, K.P_OPER] = K.OPER_UP if up[link] else K.OPER_DOWN
-                port[p, K.P_LAST_CHANGE] = self.t
+                port[p, cf.P_CARRIER] += 1
+                port[p, cf.P_OPER] = cf.OPER_UP if up[link] else cf.OPER_DOWN
+                port[p, cf.P_LAST_CHANGE] = self.t
         chan_up = np.ones(w.n_ports, dtype=bool)
         chan_up[w.link_a] = up
         chan_up[w.link_b] = up
@@ -177,7 +175,9 @@ class Simulation:
     def _set_offered(self) -> None:
         f, e = self.flows, self.entries
         active = (f.start_s <= self.t) & (self.t < f.end_s)
-        rate = f.bps / 8.0 * self.jitter.at(self.t) * active
+        rate = f.bps / 8.0 * active
+        if self.jitter is not None:
+            rate = rate * self.jitter.at(self.t)
         self.physics.offered = rate[e.flow] * e.share
 
     # ------------------------------------------------------------------ observations
@@ -192,14 +192,15 @@ class Simulation:
         return out
 
     def pause_state(self) -> NDArray[np.float64]:
-        """Pause fraction imposed on each (channel, priority) for the next step."""
-        return np.maximum(self.physics.phi.reshape(-1, N_PRIO), self.physics.forced)
+        """Pause fraction imposed on each (channel, priority 0..7) for the next step."""
+        ph = self.physics
+        return ph.expand(np.maximum(ph.phi, ph._forced)).reshape(-1, N_PRIO)
 
     @property
     def done(self) -> bool:
         return self.t >= self.scenario.duration_s - self.dt / 2 or (
             self._finite and bool(np.all(self.physics.remaining <= 0.5))
-            and float(self.physics.q.sum()) < 1.0)
+            and self.physics.queued_bytes() < 1.0)
 
     @staticmethod
     def steps_for(seconds: float, dt: float) -> int:

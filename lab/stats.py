@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab import counters as K
+from lab import counters as cf
 from lab.buffers import BufferProfile
 from lab.counters import CounterState
 from lab.physics import F64, Physics
@@ -39,107 +39,110 @@ class StatsTicker:
         self.ph = physics
         self.c = counters
         self.buf = buffers
-        P = wiring.n_ports
+        n_ports = wiring.n_ports
         self.rng = np.random.default_rng([seed, 37])
-        self.symbols_per_pkt: F64 = np.zeros(P)      # PCS symbol errors per frame, per channel
+        self.symbols_per_pkt: F64 = np.zeros(n_ports)   # PCS symbol errors per frame and channel
         # healthy pre-FEC bit error rates, spread around 1e-8 like a real fleet
-        self.ber_pre: F64 = 10 ** self.rng.normal(-8.0, 0.4, size=P)
-        self._ring = np.zeros((max(1, window_ticks), P * N_PRIO))
+        self.ber_pre: F64 = 10 ** self.rng.normal(-8.0, 0.4, size=n_ports)
+        na = physics.n_act
+        cols = physics.prios
+        self._ring = np.zeros((max(1, window_ticks), n_ports * na))
         self._ring_pos = 0
-        self._frame = np.tile(physics.frame, P)
+        self._frame = np.tile(physics.frame[cols], n_ports)
+        self._lossless = np.tile(physics.lossless[cols], n_ports)
+        self._ecn = np.tile(physics.ecn_capable[cols], n_ports).astype(np.float64)
+        self._ceiling = np.where(self._lossless,
+                                 4.0 * physics.xoff_base[:, cols].ravel() + buffers.headroom_bytes,
+                                 buffers.lossy_limit_bytes)
+        self._cap_flat = np.repeat(physics.cap, na)
+        self._refresh = np.repeat(physics.refresh_s, na)
 
     def tick(self) -> None:
         ph, c, w = self.ph, self.c, self.w
-        T = ph.acc_time
-        if T <= 0:
+        h = ph.harvest()
+        span = h.span
+        if span <= 0:
             return
-        P = w.n_ports
-        P8 = P * N_PRIO
-        cap_bytes = ph.cap * T
+        n_ports = w.n_ports
+        na = ph.n_act
+        cols = ph.prios
+        shape = (n_ports, na)
+        cap_bytes = ph.cap * span
         frame = self._frame
-        tx = ph.acc_tx
-        tx_pkts = tx / frame
-        lost_pkts = ph.acc_lost / frame
+        tx_pkts = h.tx / frame
+        lost_pkts = h.lost / frame
         peer = w.peer
         port, prio = c.port, c.prio
-        out_oct = tx.reshape(P, N_PRIO).sum(axis=1)
-        out_pkts = tx_pkts.reshape(P, N_PRIO).sum(axis=1)
-        lost_oct = ph.acc_lost.reshape(P, N_PRIO).sum(axis=1)
-        lost_p = lost_pkts.reshape(P, N_PRIO).sum(axis=1)
-        port[:, K.P_OUT_OCTETS] += out_oct
-        port[:, K.P_OUT_PKTS] += out_pkts
-        port[peer, K.P_IN_OCTETS] += out_oct - lost_oct
-        port[peer, K.P_IN_PKTS] += out_pkts - lost_p
-        port[peer, K.P_IN_ERRORS] += lost_p
-        port[peer, K.P_IN_FCS] += lost_p
-        port[peer, K.P_FEC_UNCORR] += lost_p
+        out_oct = h.tx.reshape(shape).sum(axis=1)
+        out_pkts = tx_pkts.reshape(shape).sum(axis=1)
+        lost_oct = h.lost.reshape(shape).sum(axis=1)
+        lost_p = lost_pkts.reshape(shape).sum(axis=1)
+        port[:, cf.P_OUT_OCTETS] += out_oct
+        port[:, cf.P_OUT_PKTS] += out_pkts
+        port[peer, cf.P_IN_OCTETS] += out_oct - lost_oct
+        port[peer, cf.P_IN_PKTS] += out_pkts - lost_p
+        port[peer, cf.P_IN_ERRORS] += lost_p
+        port[peer, cf.P_IN_FCS] += lost_p
+        port[peer, cf.P_FEC_UNCORR] += lost_p
         symbols = out_pkts * self.symbols_per_pkt
-        port[peer, K.P_IN_SYMBOL] += symbols
-        up = ph.channel_up
-        port[peer, K.P_FEC_CORR] += np.where(up, w.bps * self.ber_pre * T, 0.0) + symbols
-        flushed = (ph.acc_flushed / frame).reshape(P, N_PRIO)
-        dropped = (ph.acc_dropped / frame).reshape(P, N_PRIO)
-        port[:, K.P_OUT_DISCARDS] += flushed.sum(axis=1) + dropped.sum(axis=1)
-        nic_drop = (ph.acc_nic_drop / frame).reshape(P, N_PRIO).sum(axis=1)
-        port[peer, K.P_IN_DISCARDS] += nic_drop
-        prio[:, :, K.Q_TX_PKTS] += tx_pkts.reshape(P, N_PRIO)
-        prio[:, :, K.Q_TX_OCTETS] += tx.reshape(P, N_PRIO)
-        prio[:, :, K.Q_DROPPED] += dropped + flushed
+        port[peer, cf.P_IN_SYMBOL] += symbols
+        port[peer, cf.P_FEC_CORR] += ph.channel_up * w.bps * self.ber_pre * span + symbols
+        flushed = (h.flushed / frame).reshape(shape)
+        dropped = (h.dropped / frame).reshape(shape)
+        port[:, cf.P_OUT_DISCARDS] += flushed.sum(axis=1) + dropped.sum(axis=1)
+        port[peer, cf.P_IN_DISCARDS] += (h.nic_drop / frame).reshape(shape).sum(axis=1)
+        prio[:, cols, cf.Q_TX_PKTS] += tx_pkts.reshape(shape)
+        prio[:, cols, cf.Q_TX_OCTETS] += h.tx.reshape(shape)
+        prio[:, cols, cf.Q_DROPPED] += dropped + flushed
 
         # micro-burst layer, per (channel, priority)
-        util = np.clip(out_oct / np.maximum(cap_bytes, 1.0), 0.0, _MAX_RHO)
-        rho = np.repeat(util, N_PRIO)
-        active = tx > 0
+        util = np.minimum(out_oct / np.maximum(cap_bytes, 1.0), _MAX_RHO)
+        rho = np.repeat(util, na)
+        active = h.tx > 0
         b = self.buf.burst_bytes
         lam = (1.0 - rho) / b
-        lossless = np.tile(ph.lossless, P)
-        ceiling = np.where(lossless, 4.0 * ph.xoff_base.ravel() + self.buf.headroom_bytes,
-                           self.buf.lossy_limit_bytes)
-        u = self.rng.random(P8)
-        draw = self.rng.exponential(1.0, P8) / lam
+        n = rho.size
+        u = self.rng.random(n)
+        draw = self.rng.exponential(1.0, n) / lam
         burst_now = np.where(active & (u < rho), draw, 0.0)
-        occupancy = np.minimum(ph.queue + burst_now, np.maximum(ceiling, ph.queue))
-        n_busy = np.maximum(1.0, np.repeat(cap_bytes, N_PRIO) * rho / b)
-        u2 = self.rng.random(P8)
+        ceiling = self._ceiling
+        occupancy = np.minimum(h.queue + burst_now, np.maximum(ceiling, h.queue))
+        n_busy = np.maximum(1.0, np.repeat(cap_bytes, na) * rho / b)
+        u2 = self.rng.random(n)
         with np.errstate(divide="ignore", invalid="ignore"):
             tail = (1.0 - u2 ** (1.0 / n_busy)) / np.maximum(rho, 1e-12)
             burst_peak = np.where(active & (tail < 1.0),
                                   -np.log(np.maximum(tail, 1e-300)) / lam, 0.0)
-        peak = np.minimum(ph.acc_qmax + burst_peak, np.maximum(ceiling, ph.acc_qmax))
+        peak = np.minimum(h.qmax + burst_peak, np.maximum(ceiling, h.qmax))
         peak = np.maximum(peak, occupancy)
         self._ring[self._ring_pos % len(self._ring)] = peak
         self._ring_pos += 1
-        prio[:, :, K.Q_OCCUPANCY] = occupancy.reshape(P, N_PRIO)
-        prio[:, :, K.Q_WATERMARK] = self._ring.max(axis=0).reshape(P, N_PRIO)
+        prio[:, cols, cf.Q_OCCUPANCY] = occupancy.reshape(shape)
+        prio[:, cols, cf.Q_WATERMARK] = self._ring.max(axis=0).reshape(shape)
 
-        q_mean = ph.acc_qsum / T
-        ecn = np.tile(ph.ecn_capable, P)
+        q_mean = h.qsum / span
         p_mark = _expected_mark(q_mean, np.where(active, rho, 0.0), lam, self.buf)
-        prio[:, :, K.Q_ECN] += np.where(ecn, tx_pkts * p_mark, 0.0).reshape(P, N_PRIO)
+        prio[:, cols, cf.Q_ECN] += (self._ecn * tx_pkts * p_mark).reshape(shape)
 
         # PFC: fluid pauses from the step accumulators, plus burst excursions over XOFF
-        fluid_frac = np.clip(ph.acc_pause_s / T, 0.0, 1.0)
-        pg_mean = ph.acc_pgsum / T
-        xoff = ph.xoff.ravel()
-        room = np.maximum(xoff - pg_mean, 0.0)
-        rho_pg = np.clip(ph.pg_load(util), 0.0, _MAX_RHO)
+        fluid_frac = np.minimum(h.pause_s / span, 1.0)
+        pg_mean = h.pgsum / span
+        room = np.maximum(h.xoff - pg_mean, 0.0)
+        rho_pg = np.minimum(np.maximum(ph.pg_load(util), 0.0), _MAX_RHO)
         lam_pg = (1.0 - rho_pg) / b
         # only below the fluid XOFF regime: there the fluid pause already accounts for it
-        calm = active & lossless & (pg_mean < xoff - self.buf.xon_band_bytes)
+        calm = active & self._lossless & (pg_mean < h.xoff - self.buf.xon_band_bytes)
         burst_frac = np.where(calm, rho_pg * np.exp(-lam_pg * room), 0.0) * (1.0 - fluid_frac)
-        cap8 = np.repeat(ph.cap, N_PRIO)
-        excursion_s = np.maximum(b / np.maximum((1.0 - rho_pg) * cap8, 1.0),
-                                 self.buf.xon_band_bytes / cap8)
-        refresh = np.repeat(ph.refresh_s, N_PRIO)
-        burst_frames = burst_frac * T * (2.0 / excursion_s + 1.0 / refresh)
-        frames = (ph.acc_frames + burst_frames).reshape(P, N_PRIO)
-        pause_us = ((ph.acc_pause_s + burst_frac * T) * 1e6).reshape(P, N_PRIO)
+        excursion_s = np.maximum(b / np.maximum((1.0 - rho_pg) * self._cap_flat, 1.0),
+                                 self.buf.xon_band_bytes / self._cap_flat)
+        burst_frames = burst_frac * span * (2.0 / excursion_s + 1.0 / self._refresh)
+        frames = (h.frames + burst_frames).reshape(shape)
+        pause_us = ((h.pause_s + burst_frac * span) * 1e6).reshape(shape)
         # the PG lives on the receiving device: it sends the frames, the channel's port gets them
-        prio[:, :, K.Q_PFC_RX] += frames
-        prio[peer, :, K.Q_PFC_TX] += frames
-        prio[:, :, K.Q_PFC_RX_US] += pause_us
-        prio[peer, :, K.Q_PFC_TX_US] += pause_us
-        ph.reset_accumulators()
+        prio[:, cols, cf.Q_PFC_RX] += frames
+        prio[peer[:, None], cols[None, :], cf.Q_PFC_TX] += frames
+        prio[:, cols, cf.Q_PFC_RX_US] += pause_us
+        prio[peer[:, None], cols[None, :], cf.Q_PFC_TX_US] += pause_us
 
 
 def _expected_mark(qf: F64, rho: F64, lam: F64, buf: BufferProfile) -> F64:
@@ -153,4 +156,4 @@ def _expected_mark(qf: F64, rho: F64, lam: F64, buf: BufferProfile) -> F64:
                         slope * (np.exp(-lam * (a - qf)) - np.exp(-lam * (kmax - qf))) / lam, 0.0)
         jump = np.where(qf < kmax, (1.0 - pmax) * np.exp(-lam * (kmax - qf)), 0.0)
     py = np.minimum(p0 + ramp + jump, 1.0)
-    return (1.0 - rho) * p0 + rho * py
+    return np.asarray((1.0 - rho) * p0 + rho * py, dtype=np.float64)

@@ -53,6 +53,8 @@ class _Pending:
     alerts: list[Alert] = field(default_factory=list)
     actions: list[ActionResult] = field(default_factory=list)
     messages: int = 0
+    #: the bus failed while gathering (what was gathered before is still to be stored)
+    error: BusError | None = None
 
 
 def dead_letter(producer: Producer, topics: Topics, msg: Message, reason: str) -> None:
@@ -108,7 +110,14 @@ class Ingest:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            msgs = self._consumer.poll(timeout_s=left, max_records=2000)
+            try:
+                msgs = self._consumer.poll(timeout_s=left, max_records=2000)
+            except BusError as exc:
+                # keep what was gathered: its positions have moved, so it must be stored
+                # before anything is committed
+                self.stats.bus_errors += 1
+                pending.error = exc
+                break
             for msg in msgs:
                 self._decode(msg, pending)
             pending.messages += len(msgs)
@@ -130,6 +139,8 @@ class Ingest:
         """One gather → insert → commit cycle; returns the messages handled."""
         pending = self.gather(stop)
         if not pending.messages:
+            if pending.error is not None:
+                raise pending.error
             return 0
         self.flush(pending)
         self._producer.flush()  # dead letters are durable before their offsets are committed
@@ -159,6 +170,11 @@ class Ingest:
                 if pending is None:
                     pending = self.gather(stop)
                     if not pending.messages:
+                        if pending.error is not None:  # the broker is away: wait, then again
+                            log.error("ingest cannot poll (will retry in %.1fs): %s", backoff,
+                                      pending.error)
+                            stop.wait(backoff)
+                            backoff = min(backoff * 2, 30.0)
                         pending = None
                         continue
                 try:

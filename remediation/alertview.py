@@ -13,6 +13,9 @@ import json
 from datetime import UTC, datetime
 
 from pipeline.model import Alert
+from remediation.runbooks import kinds
+
+RUNBOOKS = kinds()
 
 #: what Alertmanager writes for an end time that is not set (a firing alert)
 ZERO_TIME = "0001-01-01T00:00:00Z"
@@ -32,8 +35,9 @@ def alert_annotations(alert: Alert) -> dict[str, str]:
         "severity": alert.severity.value,
         "root_cause": str(alert.root_cause).lower(),
         "confidence": f"{alert.confidence:.2f}",
-        "runbook": f"{RUNBOOK_DIR}/{alert.name}.md",
     }
+    if alert.name in RUNBOOKS:
+        out["runbook"] = f"{RUNBOOK_DIR}/{alert.name}.md"
     if alert.ports:
         out["ports"] = ",".join(alert.ports)
     if alert.explains:

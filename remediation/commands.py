@@ -109,10 +109,16 @@ def decode_command(data: bytes) -> Command:
     try:
         return _ADAPTER.validate_python(raw)
     except ValidationError as exc:
+        kind = raw.get("kind")
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'command'}: {e['msg']}"
+            f"{'.'.join(str(p) for p in _unwrap(e['loc'], kind)) or 'command'}: {e['msg']}"
             for e in exc.errors())
         raise DecodeError(f"bad {raw.get('kind', 'command')!s} command: {problems}") from None
+
+
+def _unwrap(loc: tuple[int | str, ...], kind: object) -> tuple[int | str, ...]:
+    """Drop the union's tag from an error location (``approve.target`` → ``target``)."""
+    return loc[1:] if loc and loc[0] == kind else loc
 
 
 def encode_command(command: Command) -> bytes:

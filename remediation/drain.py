@@ -169,6 +169,8 @@ class Drainer:
             for _ in range(12):  # follow a run through the phases that need no waiting
                 before = (run.phase, run.seq)
                 self._advance(run, now_ns)
+                if run.phase == Phase.DRAINED and before[0] != Phase.DRAINED:
+                    self.last_finished_ns = now_ns  # the fabric changed: cool-down from here
                 if run.done:
                     self._finish(run, now_ns, acted=run.acted)
                     break
@@ -291,8 +293,10 @@ class Drainer:
             busy=busy, started_ns=list(self.started_ns), last_finished_ns=self.last_finished_ns,
             target_finished_ns=dict(self.target_finished_ns), halted=self.halted)
 
-    def _incident_on(self, target: str) -> bool:
-        return any(a.entity == target for a in self.incidents.values())
+    def _incident_on(self, target: str, since_ns: int) -> bool:
+        """A root-cause incident on ``target`` that started at or after ``since_ns`` fires."""
+        return any(a.entity == target and a.starts_at_ns >= since_ns
+                   for a in self.incidents.values())
 
     def _silence(self, run: Run, now_ns: int, on: bool) -> None:
         """While we hold a target down, its alerts must not page anyone."""
@@ -329,6 +333,8 @@ class Drainer:
                 if run.te_told and self.te is not None:
                     self.steps.try_cancel(run.target, "automation stopped")
                     run.te_told = False
+                if run.alert.firing:  # tried again after a resume, if it still fires
+                    self.deferred[run.target] = (run.proposal, run.attempt)
                 self.steps.to(run, Phase.CANCELLED, "refused", f"automation stopped: {reason}",
                               now_ns, step="halt")
                 self._finish(run, now_ns, acted=False)

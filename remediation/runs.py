@@ -59,6 +59,8 @@ HOLDING = TOUCHING | {Phase.DRAINED}
 ACTIONS: dict[Runbook, tuple[str, str]] = {"drain": ("drain", "undrain"),
                                            "isolate": ("isolate", "restore")}
 AFTER_REPAIR = frozenset({Phase.ENABLE, Phase.SOAK, Phase.TE_RESTORE, Phase.RESTORED})
+#: steps that belong to the undo (undrain / restore) even when they end back in ``drained``
+AFTER_STEPS = frozenset({"repair", "enable", "soak", "te_restore"})
 
 
 def run_id(proposal: Proposal, attempt: int = 1) -> str:
@@ -81,8 +83,10 @@ class Run:
     created_ns: int
     steps: list[dict[str, Any]] = field(default_factory=list)
     seq: int = 0
-    #: verify_traffic: consecutive samples at or under the residual threshold
+    #: verify_traffic: consecutive samples at or under the residual threshold, and the event
+    #: time of the last sample counted (each sample counts once, however often we look)
     quiet_samples: int = 0
+    checked_ns: int = 0
     te_told: bool = False
     disabled: list[Port] = field(default_factory=list)
     tries: int = 0
@@ -108,8 +112,13 @@ class Run:
 
     @property
     def action(self) -> str:
+        return self.action_for("")
+
+    def action_for(self, step: str) -> str:
+        """``drain``/``isolate`` up to the hold; ``undrain``/``restore`` from the repair on."""
         before, after = ACTIONS[self.runbook]
-        return after if self.phase in AFTER_REPAIR or self.repair else before
+        return after if (self.phase in AFTER_REPAIR or self.repair or step in AFTER_STEPS) \
+            else before
 
     def step(self, name: str, outcome: str, detail: str, now_ns: int,
              **extra: Any) -> None:
@@ -121,10 +130,11 @@ class Run:
         self.since_ns = now_ns
         self.tries = 0
 
-    def record(self, outcome: ActionOutcome, detail: str, now_ns: int) -> ActionResult:
+    def record(self, outcome: ActionOutcome, detail: str, now_ns: int,
+               action: str = "") -> ActionResult:
         self.seq += 1
         return ActionResult(
-            id=f"{self.id}.{self.seq}", action=self.action, target=self.target,
+            id=f"{self.id}.{self.seq}", action=action or self.action, target=self.target,
             alert_fingerprint=self.alert.fingerprint, alert_name=self.alert.name,
             mode=self.mode, outcome=outcome, detail=f"[{self.phase}] {detail}"[:2000],
             steps=tuple(self.steps), at_ns=now_ns)

@@ -18,13 +18,14 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from pipeline.bus import Bus, Message, Topics
 from pipeline.codec import decode_batch
-from pipeline.errors import DecodeError
+from pipeline.errors import ConfigError, DecodeError
 from pipeline.ingest import dead_letter
 from pipeline.model import ActionOutcome, ActionResult, Alert, alerts_to_json
 from pipeline.topology import Topology
@@ -75,6 +76,18 @@ def decode_alerts(data: bytes) -> tuple[list[Alert], list[str]]:
     return good, bad
 
 
+def lab_te_url(agents_file: str) -> str:
+    """The lab writes its TE controller's URL into ``agents.json``; empty when there is none."""
+    if not agents_file:
+        return ""
+    try:
+        doc = json.loads(Path(agents_file).read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the lab's agents file {agents_file}: {exc}") from exc
+    url = doc.get("te_controller", "") if isinstance(doc, dict) else ""
+    return url if isinstance(url, str) else ""
+
+
 class Remediation:
     def __init__(self, settings: RemediationSettings, bus: Bus, topics: Topics,
                  topology: Topology | None, site: str = "rocewatch",
@@ -90,8 +103,8 @@ class Remediation:
                                  else build_receivers(settings.receivers, site), self.recorder)
         self.telemetry = LinkTelemetry()
         self.switches = switches if switches is not None else self._switches()
-        self.te = te if te is not None else (
-            HttpTe(settings.te_controller, settings.te) if settings.te_controller else None)
+        te_url = settings.te_controller or lab_te_url(settings.gnmi.lab_agents_file)
+        self.te = te if te is not None else (HttpTe(te_url, settings.te) if te_url else None)
         self.topology = topology
         #: where a topology learned after start comes from (the stage context's)
         self.topology_source: Callable[[], Topology | None] = lambda: self.topology

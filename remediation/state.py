@@ -74,12 +74,19 @@ def restore(data: dict[str, Any], drainer: Drainer | None, silences: Silences) -
             silences.put(Silence.from_json(s))
         if drainer is None:
             return
+        known = set(drainer.topology.link_by_id) | set(drainer.topology.host_by_name)
         for raw in data.get("runs", []):
             run = Run.from_json(raw)
+            if run.target not in known:  # a state file from another fabric (or scenario)
+                log.error("state names %s (%s), which this topology does not have: ignored; "
+                          "check it by hand", run.target, run.phase)
+                continue
             drainer.runs[run.id] = run
             drainer.active[run.target] = run
             drainer.telemetry.watch(run.ports)
         for raw in data.get("deferred", []):
+            if raw["target"] not in known:
+                continue
             proposal = Proposal(raw["runbook"], raw["target"],
                                 tuple(Port.parse(p) for p in raw["ports"]),
                                 Alert.model_validate(raw["alert"]))

@@ -30,7 +30,7 @@ class Steps:
                  te: TeController | None, telemetry: LinkTelemetry,
                  record: Callable[[ActionResult], None],
                  silence: Callable[[Run, int, bool], None],
-                 incident_on: Callable[[str], bool]) -> None:
+                 incident_on: Callable[[str, int], bool]) -> None:
         self.s = settings
         self.switches = switches
         self.te = te
@@ -44,10 +44,12 @@ class Steps:
     def to(self, run: Run, phase: Phase, outcome: ActionOutcome, detail: str,
            now_ns: int, step: str = "", **extra: Any) -> None:
         """Move ``run`` to ``phase``, log the step and publish the audit record."""
-        run.step(step or str(phase), "failed" if outcome == "failed" else "done"
+        name = step or str(phase)
+        action = run.action_for(name)
+        run.step(name, "failed" if outcome == "failed" else "done"
                  if outcome != "pending" else "pending", detail, now_ns, **extra)
         run.move(phase, now_ns)
-        self._record(run.record(outcome, detail, now_ns))
+        self._record(run.record(outcome, detail, now_ns, action))
 
     def _switches(self) -> SwitchControl:
         if self.switches is None:
@@ -85,14 +87,12 @@ class Steps:
                 f"{said}", now_ns, step="te_pre")
 
     def _verify_traffic(self, run: Run, now_ns: int) -> None:
-        rates = [self.telemetry.gbps(p, since_ns=run.since_ns) for p in run.ports]
-        known = [r for r in rates if r is not None]
-        worst = max(known) if known else None
-        fresh = len(known) == len(rates)
-        if fresh and worst is not None and worst <= self.s.residual_gbps:
-            run.quiet_samples += 1
-        elif fresh:
-            run.quiet_samples = 0
+        rates = [self.telemetry.gbps(p) for p in run.ports]
+        fresh = [r for r in rates if r is not None and r[0] > max(run.checked_ns, run.since_ns)]
+        worst = max((g for _, g in fresh), default=None)
+        if len(fresh) == len(rates) and worst is not None:  # one new sample at every end
+            run.checked_ns = min(ts for ts, _ in fresh)
+            run.quiet_samples = run.quiet_samples + 1 if worst <= self.s.residual_gbps else 0
         if run.quiet_samples >= self.s.verify_samples:
             self.to(run, Phase.DISABLE, "pending", f"traffic left the link: {worst:.3f} Gbit/s "
                     f"<= {self.s.residual_gbps} over {run.quiet_samples} samples", now_ns,
@@ -179,7 +179,7 @@ class Steps:
         problem = ""
         if errors > 0:
             problem = f"{errors:.0f} error-counter increments during the soak"
-        elif self._incident_on(run.target):
+        elif self._incident_on(run.target, run.since_ns):
             problem = f"a new incident fired on {run.target} during the soak"
         if problem:
             for port in run.ports:

@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import time
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import httpx
 
 from pipeline.errors import RemediationError
 from remediation.settings import TeSettings
+
+REQUESTED_BY = "rocewatch-remediation"
+
+
+def _summary(answer: dict[str, Any], what: str) -> str:
+    changed = "" if answer.get("changed", True) else " (already)"
+    version = answer.get("paths_version")
+    return f"{what}{changed}" + (f", paths v{version}" if version is not None else "")
 
 
 class TeController(Protocol):
@@ -23,7 +32,7 @@ class TeController(Protocol):
         """Before: the link will be drained; move traffic off it."""
 
     def confirm(self, link: str) -> str:
-        """After: the link is down."""
+        """After: the link is down; the controller must still hold the drain."""
 
     def cancel(self, link: str, reason: str) -> str:
         """The drain was abandoned before the link went down: keep the link in service."""
@@ -45,7 +54,9 @@ class HttpTe:
             headers["Authorization"] = f"Bearer {token}"
         self._client = client or httpx.Client(timeout=settings.timeout, headers=headers)
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> str:
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
+              ) -> dict[str, Any]:
+        """One request with retries on 5xx, 429 and network errors; the JSON answer."""
         url = f"{self.base}{path}"
         last = ""
         for attempt in range(1, self.settings.attempts + 1):
@@ -55,28 +66,45 @@ class HttpTe:
                 last = f"{type(exc).__name__}: {exc}"
             else:
                 if response.status_code < 300:
-                    return f"{method} {path}: {response.status_code} {response.text[:200]}"
-                last = f"{response.status_code} {response.text[:200]}"
+                    try:
+                        answer = response.json()
+                    except ValueError:
+                        answer = {}
+                    return answer if isinstance(answer, dict) else {"answer": answer}
+                last = f"{response.status_code} {response.text[:300]}"
                 if response.status_code < 500 and response.status_code != 429:
-                    break
+                    break  # 404 unknown link, 409 would isolate a switch, 422 bad body
             if attempt < self.settings.attempts:
                 time.sleep(min(2.0, 0.2 * 2 ** (attempt - 1)))
         raise RemediationError(f"TE controller {method} {url} failed: {last}")
 
+    def _link_path(self, link: str, verb: str = "") -> str:
+        return f"/v1/links/{quote(link, safe='~')}" + (f"/{verb}" if verb else "")
+
     def announce(self, link: str, reason: str, evidence: dict[str, Any]) -> str:
-        return self._call("POST", f"/v1/links/{link}/drain",
-                          {"reason": reason, "evidence": evidence, "requested_by": "rocewatch"})
+        response = self._call("POST", self._link_path(link, "drain"), {
+            "reason": reason[:1000], "requested_by": REQUESTED_BY, "evidence": evidence})
+        return _summary(response, "drained")
 
     def confirm(self, link: str) -> str:
-        return self._call("POST", f"/v1/links/{link}/drained", {"requested_by": "rocewatch"})
+        """The API has no "after" verb: read the link back and check the controller still holds
+        the drain (re-asserting it, idempotently, if it lost it) now that the port is down."""
+        state = self._call("GET", self._link_path(link))
+        if state.get("drained") is True:
+            return f"TE holds the drain (link oper {state.get('oper', '?')})"
+        again = self._call("POST", self._link_path(link, "drain"), {
+            "reason": "port disabled after drain; re-asserting", "requested_by": REQUESTED_BY})
+        return f"TE had lost the drain; re-asserted: {_summary(again, 'drained')}"
 
     def cancel(self, link: str, reason: str) -> str:
-        return self._call("POST", f"/v1/links/{link}/undrain",
-                          {"reason": f"drain abandoned: {reason}", "requested_by": "rocewatch"})
+        response = self._call("POST", self._link_path(link, "undrain"), {
+            "reason": f"drain abandoned: {reason}"[:1000], "requested_by": REQUESTED_BY})
+        return _summary(response, "undrained")
 
     def restore(self, link: str) -> str:
-        return self._call("POST", f"/v1/links/{link}/undrain",
-                          {"reason": "repaired and soaked clean", "requested_by": "rocewatch"})
+        response = self._call("POST", self._link_path(link, "undrain"), {
+            "reason": "repaired; soak clean", "requested_by": REQUESTED_BY})
+        return _summary(response, "undrained")
 
     def close(self) -> None:
         self._client.close()

@@ -135,14 +135,15 @@ class LinkTelemetry:
         with self._lock:
             return {p for p, s in self._ports.items() if DOWN in (s.oper, s.admin)}
 
-    def gbps(self, port: Port, since_ns: int = 0) -> float | None:
-        """The larger of in/out traffic over the last interval ending after ``since_ns``."""
+    def gbps(self, port: Port) -> tuple[int, float] | None:
+        """``(ts, Gbit/s)``: the larger of in/out traffic over each direction's last interval,
+        stamped with the older of the two intervals' ends (None before two samples)."""
         with self._lock:
             state = self._ports.get(port)
-            if state is None:
+            if state is None or not state.gbps:
                 return None
-            rates = [r for ts, r in state.gbps.values() if ts > since_ns]
-            return max(rates) if rates else None
+            return (min(ts for ts, _ in state.gbps.values()),
+                    max(r for _, r in state.gbps.values()))
 
     def error_total(self, port: Port) -> float:
         """Error-counter increments summed since the port was first watched."""

@@ -8,12 +8,14 @@ the URL, so a person sees which address to fix.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel
 
+from pipeline.config import ApiSettings, DashboardSettings, apply_env, read_yaml, validate
 from pipeline.errors import QueryError, StoreError
 from ui.views import (
     ActionList,
@@ -31,6 +33,22 @@ M = TypeVar("M", bound=BaseModel)
 Params = Mapping[str, str | int | float | bool | Sequence[str] | None]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+def configured_url() -> tuple[str, float]:
+    """The API's URL and the dashboard's refresh period from the configuration:
+    ``ROCEWATCH_DASHBOARD__API_URL``, else the file named by ``ROCEWATCH_CONFIG``
+    (``dashboard.api_url``, else ``http://{api.host}:{api.port}``), else :data:`DEFAULT_URL`."""
+    path = os.environ.get("ROCEWATCH_CONFIG", "")
+    data = apply_env(read_yaml(path) if path else {})
+    dash = validate(DashboardSettings, data.get("dashboard") or {}, "dashboard")
+    if dash.api_url:
+        return dash.api_url, dash.refresh_s
+    if "api" in data:
+        api = validate(ApiSettings, data.get("api") or {}, "api")
+        if api.port:
+            return f"http://{api.host}:{api.port}", dash.refresh_s
+    return DEFAULT_URL, dash.refresh_s
 
 
 class ApiClient:

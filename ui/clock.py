@@ -41,8 +41,9 @@ class FabricClock:
 
     def _latest_sample_ns(self) -> int | None:
         d = self._store.dialect
+        # the bare column (not an expression of it): the engine answers from part metadata
         cols = self._store.query(
-            f"SELECT max({d.time_ns('ts')}) AS t, count() AS n FROM {self._store.database}.samples")
+            f"SELECT max({d.stored('ts')}) AS t, count() AS n FROM {self._store.database}.samples")
         if not len(cols["n"]) or int(cols["n"][0]) == 0:
             return None
         return int(cols["t"][0])

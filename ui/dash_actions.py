@@ -8,17 +8,16 @@ import streamlit as st
 
 from pipeline.errors import QueryError, StoreError
 from ui.client import ApiClient
-from ui.dash_style import age, clock_time
+from ui.dash_style import md
+from ui.timefmt import age, clock_time
 from ui.views import ActionList, ActionView
-
-OUTCOME_ICONS = {"done": "✅", "refused": "⛔", "failed": "❌", "pending": "⏳", "skipped": "➖"}
 
 
 def table(actions: list[ActionView], now_ns: int) -> pd.DataFrame:
     return pd.DataFrame([{
         "time": clock_time(a.at_ns), "age": age(a.at_ns, now_ns), "action": a.action,
         "target": a.target, "mode": a.mode.replace("_", "-"),
-        "outcome": f"{OUTCOME_ICONS.get(a.outcome, '')} {a.outcome}", "alert": a.alert_name,
+        "outcome": a.outcome, "alert": a.alert_name,
         "detail": a.detail, "steps": " → ".join(str(s.get("step", "?")) for s in a.steps),
     } for a in actions], columns=["time", "age", "action", "target", "mode", "outcome", "alert",
                                   "detail", "steps"])
@@ -29,7 +28,8 @@ def audit(client: ApiClient, found: ActionList, user: str) -> None:
     pending = [a for a in found.actions if a.outcome == "pending"]
     for a in pending[:10]:
         cols = st.columns([6, 1, 1])
-        cols[0].markdown(f"⏳ **{a.action}** of **{a.target}** awaits approval — {a.detail}")
+        cols[0].markdown(f":orange[●] **{md(a.action)}** of **{md(a.target)}** awaits approval "
+                         f"— {md(a.detail)}")
         for col, kind in zip(cols[1:], ("approve", "reject"), strict=True):
             if col.button(kind.title(), key=f"{kind}-{a.id}"):
                 try:

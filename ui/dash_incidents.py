@@ -11,7 +11,8 @@ import streamlit as st
 
 from pipeline.errors import QueryError, StoreError
 from ui.client import ApiClient
-from ui.dash_style import ICONS, age, clock_time, level_of
+from ui.dash_style import ICONS, level_of, md
+from ui.timefmt import age, clock_time
 from ui.views import AlertView, Incident, IncidentList
 
 Investigate = Callable[[str], None]
@@ -39,8 +40,9 @@ def incidents(client: ApiClient, found: IncidentList, investigate: Investigate,
         st.success("No incidents firing.")
     for i, inc in enumerate(found.incidents):
         icon = ICONS[level_of(inc.severity)]
-        title = (f"{icon} **{inc.name}** on **{inc.entity}** — since {clock_time(inc.starts_ns)} "
-                 f"({age(inc.starts_ns, now)}), confidence {inc.confidence:.2f}")
+        title = (f"{icon} **{md(inc.name)}** on **{md(inc.entity)}** — since "
+                 f"{clock_time(inc.starts_ns)} ({age(inc.starts_ns, now)}), confidence "
+                 f"{inc.confidence:.2f}")
         with st.expander(title, expanded=i < 3):
             _incident(client, inc, now, investigate, user)
     if found.unexplained:
@@ -50,7 +52,7 @@ def incidents(client: ApiClient, found: IncidentList, investigate: Investigate,
 
 def _incident(client: ApiClient, inc: Incident, now_ns: int, investigate: Investigate,
               user: str) -> None:
-    st.markdown(inc.summary)
+    st.markdown(md(inc.summary))
     left, right = st.columns([3, 2])
     with left:
         if inc.evidence:
@@ -65,7 +67,7 @@ def _incident(client: ApiClient, inc: Incident, now_ns: int, investigate: Invest
         if inc.ports:
             st.markdown("**Ports** — chart one in *Port drill-down*")
             for port in inc.ports:
-                st.button(f"📈 {port}", key=f"inv-{inc.fingerprint}-{port}",
+                st.button(port, key=f"inv-{inc.fingerprint}-{port}", icon=":material/show_chart:",
                           on_click=investigate, args=(port,))
         _command_form(client, inc, user)
 

@@ -36,7 +36,10 @@ PANELS: tuple[Panel, ...] = (
 )
 _SHORT = {"pfc_rx_frames": "rx", "pfc_tx_frames": "tx", "pfc_rx_pause_us": "rx paused",
           "pfc_tx_pause_us": "tx pausing", "if_in_octets": "in", "if_out_octets": "out",
-          "queue_occupancy_bytes": "occupancy", "queue_watermark_bytes": "watermark"}
+          "queue_occupancy_bytes": "occupancy", "queue_watermark_bytes": "watermark",
+          "queue_ecn_marked_pkts": "ecn marked", "if_in_fcs_errors": "fcs",
+          "if_in_symbol_errors": "symbol", "if_in_errors": "input errors",
+          "if_in_discards": "input discards"}
 
 
 def port_choices(topo: TopologyView, device: str) -> dict[str, str]:
@@ -78,7 +81,7 @@ def chart(data: pd.DataFrame, panel: Panel) -> alt.Chart:
         color=alt.Color("series:N", legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("time:T", format="%H:%M:%S"), "series:N",
                  alt.Tooltip("value:Q", format=",.3~f")],
-    ).properties(height=210)
+    ).properties(height=170)
     return made
 
 
@@ -102,7 +105,7 @@ def drill_down(client: ApiClient, topo: TopologyView, device: str, port: str,
         data = frame(results, panel)
         with cols[i % 2]:
             if data["value"].notna().any():
-                st.altair_chart(chart(data, panel), width="stretch")
+                st.altair_chart(chart(data, panel), width="stretch", height=260)
             else:
                 st.caption(f"{panel.title}: not reported by this port")
     return counters

@@ -1,9 +1,8 @@
-"""The dashboard's visual vocabulary: level colours, badges, and how times are written."""
+"""The dashboard's visual vocabulary: level colours, dots, badges, literal text."""
 
 from __future__ import annotations
 
 import html
-from datetime import UTC, datetime
 
 from ui.views import LEVELS, Level
 
@@ -14,10 +13,24 @@ COLOURS: dict[str, str] = {
     "nodata": "#9e9e9e",
     "ok": "#59a14f",
 }
-ICONS: dict[str, str] = {"critical": "🔴", "warning": "🟠", "info": "🔵", "nodata": "⚪",
-                         "ok": "🟢"}
+#: a coloured dot in Streamlit markdown (no emoji: not every browser has an emoji font)
+ICONS: dict[str, str] = {"critical": ":red[●]", "warning": ":orange[●]", "info": ":blue[●]",
+                         "nodata": ":gray[●]", "ok": ":green[●]"}
 LABELS: dict[str, str] = {"critical": "critical", "warning": "warning", "info": "info",
                           "nodata": "no data", "ok": "ok"}
+
+
+_MD_SPECIAL = set("\\`*_{}[]<>()#+-.!|~$:")
+
+
+def md(text: str) -> str:
+    """Text made literal for Streamlit markdown (``leaf1~spine1, leaf2~spine1`` is no strike)."""
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
+
+
+def svg_text(text: str) -> str:
+    """Text made literal inside SVG that passes through a markdown renderer."""
+    return "".join(f"&#{ord(ch)};" if ch in "~_*#`[]|&<>\"'" else ch for ch in text)
 
 
 def level_of(severity: str) -> Level:
@@ -38,27 +51,7 @@ def badge(text: str, level: str, title: str = "") -> str:
             f'{html.escape(text)}</span>')
 
 
-def clock_time(ns: int | None) -> str:
-    if not ns:
-        return "—"
-    return datetime.fromtimestamp(ns / 1e9, tz=UTC).strftime("%H:%M:%S UTC")
-
-
-def date_time(ns: int | None) -> str:
-    if not ns:
-        return "—"
-    return datetime.fromtimestamp(ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def age(ns: int | None, now_ns: int) -> str:
-    """``3m 05s`` between an event and the fabric's clock."""
-    if not ns:
-        return "—"
-    seconds = max(0, (now_ns - ns) // 1_000_000_000)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m {seconds % 60:02d}s"
-    if seconds < 86400:
-        return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
-    return f"{seconds // 86400}d {seconds % 86400 // 3600}h"
+def dot(level: str) -> str:
+    """A coloured dot in HTML."""
+    return (f'<span style="display:inline-block;width:0.8em;height:0.8em;border-radius:50%;'
+            f'background:{COLOURS.get(level, COLOURS["info"])};margin-right:0.35em"></span>')

@@ -12,36 +12,29 @@ evidence and symptoms, one port's charts, and the actions audit.
 
 from __future__ import annotations
 
-import os
+import html
 import sys
 
 import streamlit as st
 
-from pipeline.config import ApiSettings, DashboardSettings, apply_env, read_yaml, validate
 from pipeline.errors import ConfigError, QueryError, StoreError
 from ui import dash_actions, dash_fabric, dash_incidents, dash_port
-from ui.client import DEFAULT_URL, ApiClient
-from ui.dash_style import clock_time, date_time
+from ui.client import ApiClient, configured_url
+from ui.dash_style import dot
+from ui.timefmt import clock_time, date_time
 from ui.views import FabricStatus, TopologyView
 
 REFRESH_CHOICES = (0.0, 2.0, 5.0, 10.0, 30.0)
 
 
 def settings() -> tuple[str, float]:
-    """The API URL and the refresh period, by the precedence in the module docstring."""
-    refresh = DashboardSettings().refresh_s
+    """The API URL and the refresh period: ``--api URL`` after ``--``, else the configuration
+    (:func:`ui.client.configured_url`)."""
+    url, refresh = configured_url()
     argv = sys.argv
     if "--api" in argv and argv.index("--api") + 1 < len(argv):
         return argv[argv.index("--api") + 1], refresh
-    path = os.environ.get("ROCEWATCH_CONFIG", "")
-    data = apply_env(read_yaml(path) if path else {})
-    dash = validate(DashboardSettings, data.get("dashboard") or {}, "dashboard")
-    if dash.api_url:
-        return dash.api_url, dash.refresh_s
-    api = validate(ApiSettings, data.get("api") or {}, "api")
-    if api.port:
-        return f"http://{api.host}:{api.port}", dash.refresh_s
-    return DEFAULT_URL, dash.refresh_s
+    return url, refresh
 
 
 @st.cache_resource
@@ -115,8 +108,7 @@ def live(url: str, search: str, user: str) -> None:
         topo = _topology(url)
     except StoreError as exc:
         st.error(f"Cannot reach the rocewatch API: {exc}")
-        st.markdown(_nodata_html(f"No data: the API at {url} does not answer."),
-                    unsafe_allow_html=True)
+        st.html(_nodata_html(f"No data: the API at {url} does not answer."))
         return
     st.caption(f"Fabric time {date_time(status.clock.now_ns)} · API {url} · "
                f"refreshed {clock_time(status.clock.wall_ns)} wall clock")
@@ -147,7 +139,7 @@ def live(url: str, search: str, user: str) -> None:
 def _nodata_html(text: str) -> str:
     return (f'<div class="rw-banner" data-level="nodata" style="border-left:8px solid #9e9e9e;'
             f'background:#9e9e9e1f;padding:10px 14px;border-radius:6px;font-weight:600">'
-            f'⚪ {text}</div>')
+            f'{dot("nodata")}{html.escape(text)}</div>')
 
 
 def main() -> None:

@@ -13,11 +13,10 @@ Every element carries ``data-entity`` and ``data-level`` and a ``<title>`` toolt
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ui.dash_style import COLOURS, worst
+from ui.dash_style import COLOURS, svg_text, worst
 from ui.views import EntityStatus, TopologyView
 
 PICTURE_MAX_LEAVES = 32
@@ -46,7 +45,7 @@ def _text(x: float, y: float, text: str, size: int = 12, anchor: str = "middle",
           weight: str = "normal", fill: str = "#1a1a1a") -> str:
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
             f'font-family="monospace" font-weight="{weight}" fill="{fill}">'
-            f'{html.escape(text)}</text>')
+            f'{svg_text(text)}</text>')
 
 
 def draw(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawing:
@@ -86,10 +85,10 @@ def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawin
         colour = _OK_LINK if level == "ok" else COLOURS[level]
         stroke = 2 if level == "ok" else 6
         parts.append(
-            f'<line data-entity="{html.escape(link["id"])}" data-level="{level}" '
+            f'<line data-entity="{svg_text(link["id"])}" data-level="{level}" '
             f'x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{colour}" '
             f'stroke-width="{stroke}" stroke-linecap="round">'
-            f'<title>{html.escape(_title(link["id"], statuses.get(link["id"])))}</title></line>')
+            f'<title>{svg_text(_title(link["id"], statuses.get(link["id"])))}</title></line>')
         if level != "ok":
             mx, my = x1 + (x2 - x1) * 0.55, y1 + (y2 - y1) * 0.55
             labels.append(f'<rect x="{mx - 4.1 * len(link["id"]) - 4:.1f}" y="{my - 11:.1f}" '
@@ -102,8 +101,8 @@ def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawin
         fill = "#ffffff" if level == "ok" else COLOURS[level]
         fg = "#1a1a1a" if level in ("ok", "warning", "nodata") else "#ffffff"
         parts.append(
-            f'<g data-entity="{html.escape(name)}" data-level="{level}">'
-            f'<title>{html.escape(_title(name, statuses.get(name)))}</title>'
+            f'<g data-entity="{svg_text(name)}" data-level="{level}">'
+            f'<title>{svg_text(_title(name, statuses.get(name)))}</title>'
             f'<rect x="{x - 46:.1f}" y="{y - 16:.1f}" width="92" height="32" rx="6" '
             f'fill="{fill}" stroke="#4d4d4d" stroke-width="1.5"/>'
             + _text(x, y + 5, name, 13, weight="bold", fill=fg) + "</g>")
@@ -121,8 +120,8 @@ def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawin
                          f'y2="{y_host - 10:.1f}" stroke="{wire}" '
                          f'stroke-width="{1.5 if level == "ok" else 5}"/>')
             parts.append(
-                f'<g data-entity="{html.escape(host_name)}" data-level="{level}">'
-                f'<title>{html.escape(_title(host_name, statuses.get(host_name)))}</title>'
+                f'<g data-entity="{svg_text(host_name)}" data-level="{level}">'
+                f'<title>{svg_text(_title(host_name, statuses.get(host_name)))}</title>'
                 f'<rect x="{hx - 10:.1f}" y="{y_host - 10:.1f}" width="20" height="20" rx="3" '
                 f'fill="{COLOURS[level]}" stroke="#4d4d4d"/></g>')
             if level != "ok" or len(topo.hosts) <= 64:
@@ -158,11 +157,12 @@ def _tiles(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawing:
     per_row = 32
     tile, gap = 30.0, 6.0
     parts: list[str] = []
-    y = 30.0
+    labels: list[str] = []
+    y = 34.0
 
     def row_of(names: list[str], problems: dict[str, list[EntityStatus]], y0: float,
                title: str) -> float:
-        parts.append(_text(10, y0 - 8, title, 12, anchor="start", weight="bold"))
+        parts.append(_text(10, y0 - 8, title, 19, anchor="start", weight="bold"))
         for i, name in enumerate(names):
             r, c = divmod(i, per_row)
             x, yy = 10 + c * (tile + gap), y0 + r * (tile + gap + 12)
@@ -170,22 +170,23 @@ def _tiles(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawing:
             level = worst([s.level for s in found])
             why = "; ".join(f"{s.entity}: {s.alert}" for s in found[:6]) or "ok"
             parts.append(
-                f'<g data-entity="{html.escape(name)}" data-level="{level}">'
-                f'<title>{html.escape(name)}: {html.escape(why)}</title>'
+                f'<g data-entity="{svg_text(name)}" data-level="{level}">'
+                f'<title>{svg_text(name)}: {svg_text(why)}</title>'
                 f'<rect x="{x:.1f}" y="{yy:.1f}" width="{tile}" height="{tile}" rx="4" '
                 f'fill="{COLOURS[level]}" stroke="#4d4d4d" stroke-width="0.8"/></g>')
             if level != "ok":
-                parts.append(_text(x + tile / 2, yy + tile + 10, name, 10, weight="bold",
-                                   fill=COLOURS[level]))
+                labels.append(_text(x + tile / 2, yy + tile + 17, name, 22, weight="bold",
+                                    fill=COLOURS[level]))
         rows = -(-len(names) // per_row)
-        return y0 + rows * (tile + gap + 12) + 24
+        return y0 + rows * (tile + gap + 12) + 28
 
     y = row_of(list(topo.spines), spine_problems, y, f"spines ({len(topo.spines)})")
     y = row_of(list(topo.leaves), leaf_problems, y,
-               f"leaves ({len(topo.leaves)}) — a tile shows the worst of the leaf, its uplinks "
-               f"and its hosts")
+               f"leaves ({len(topo.leaves)}): a tile is the worst of the leaf, its uplinks and "
+               f"its hosts")
     width = 20 + per_row * (tile + gap)
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" class="rw-fabric" data-mode="tiles" '
            f'viewBox="0 0 {width:.0f} {y:.0f}" width="100%" '
-           f'style="background:#fafafa;border-radius:8px">' + "".join(parts) + "</svg>")
+           f'style="background:#fafafa;border-radius:8px">' + "".join(parts) + "".join(labels)
+           + "</svg>")
     return Drawing(svg, "tiles", len(parts))

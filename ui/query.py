@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import QueryError, StoreError
+from pipeline.metrics import Metric
 from pipeline.schema import ROLLUPS, Rollup
 from pipeline.store import Store, literal
 from pipeline.topology import Topology
@@ -24,7 +25,7 @@ from ui.alerts import AlertFilter, episodes_sql, group_incidents, rows_to_alerts
 from ui.clock import FabricClock
 from ui.latest import latest
 from ui.rollup_series import SOURCES, pick_rollup, rollup_sql, rollup_values
-from ui.series import GAUGE_AGGS, SeriesRequest, build_result, raw_values
+from ui.series import GAUGE_AGGS, SeriesRequest, Triple, build_result, raw_values
 from ui.status import entity_statuses, level_counts, utilisation
 from ui.views import (
     ActionList,
@@ -102,7 +103,9 @@ class Query:
         step_ns = p.parse_step(step, rng.span_ns, self.limits)
         buckets = rng.end_ns // step_ns - rng.start_ns // step_ns + 1
         series_count = 0
-        requests: list[SeriesRequest] = []
+        counters: list[Metric] = []
+        gauges: list[Metric] = []
+        q: int | None = None
         for metric in catalog:
             q = p.check_qual(qual, metric)
             series_count += 8 if metric.qualifier is not None and q is None else 1
@@ -110,20 +113,27 @@ class Query:
                 if agg not in (None, "", "rate"):
                     raise QueryError(f"agg: {metric.name} is a counter, served as a per-second "
                                      f"rate; drop agg or use agg=rate")
-                how = "rate"
+                counters.append(metric)
             else:
-                how = p.check_choice(agg or "mean", tuple(GAUGE_AGGS), "agg")
-            requests.append(SeriesRequest(device, port, metric, q, rng, step_ns, how))
+                gauges.append(metric)
+        how = p.check_choice(agg or "mean", tuple(GAUGE_AGGS), "agg") if gauges else "rate"
         p.check_points(buckets, series_count, step_ns, self.limits)
         rollup = pick_rollup(how_source, rng.span_ns, step_ns, rng.start_ns, clock.now_ns,
                              self.limits, self.rollups())
-        results = []
+        # one statement per kind: every counter together, every gauge together
+        found: dict[str, Triple] = {}
+        requests = [SeriesRequest(device, port, tuple(group), q, rng, step_ns, kind)
+                    for group, kind in ((counters, "rate"), (gauges, how)) if group]
         for req in requests:
             if rollup is None:
-                results.append(build_result(req, *raw_values(self.store, req), source="samples"))
+                found.update(raw_values(self.store, req))
             else:
-                cols = self.store.query(rollup_sql(self.store, rollup, req))
-                results.append(build_result(req, *rollup_values(cols, req), source=rollup.name))
+                found.update(rollup_values(
+                    self.store.query(rollup_sql(self.store, rollup, req)), req))
+        source_name = rollup.name if rollup is not None else "samples"
+        by_metric = {m.name: r for r in requests for m in r.metrics}
+        results = [build_result(by_metric[m.name], m, found.get(m.name), source_name)
+                   for m in catalog]
         return SeriesSet(clock=clock, results=results)
 
     def rollups(self) -> list[Rollup]:
@@ -263,7 +273,7 @@ class Query:
         d = self.store.dialect
         lo = now_ns - self.options.seen_window_ns
         cols = self.store.query(
-            f"SELECT device, max({d.time_ns('ts')}) AS last FROM {self.store.database}.samples "
+            f"SELECT device, max({d.stored('ts')}) AS last FROM {self.store.database}.samples "
             f"WHERE {d.time_cmp('ts')} >= {d.ns_to_time(lo)} GROUP BY device ORDER BY device")
         found = [(str(dev), int(last)) for dev, last in zip(cols.get("device", ()),
                                                             cols.get("last", ()), strict=True)]

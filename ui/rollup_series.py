@@ -26,10 +26,8 @@ from pipeline.errors import QueryError
 from pipeline.model import FLAG_COUNTER32
 from pipeline.schema import Rollup
 from pipeline.store import Columns, Store, literal
-from ui.params import NS, Limits, human, is_counter
-from ui.series import SeriesRequest, increase
-
-Triple = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]
+from ui.params import NS, Limits, human
+from ui.series import SeriesRequest, Triple, increase, series_keys, split
 
 
 def rollup_sql(store: Store, rollup: Rollup, req: SeriesRequest) -> str:
@@ -40,38 +38,38 @@ def rollup_sql(store: Store, rollup: Rollup, req: SeriesRequest) -> str:
     where = [
         f"device = {literal(req.device)}",
         f"port = {literal(req.port)}",
-        f"metric = {literal(req.metric.name)}",
+        f"metric IN ({', '.join(literal(m.name) for m in req.metrics)})",
         f"{bucket} >= {d.ns_to_time(lo)}",
         f"{bucket} <= {d.ns_to_time(req.range.end_ns)}",
     ]
     if req.qual is not None:
         where.append(f"qual = {literal(req.qual)}")
     return (
-        f"SELECT qual, {d.time_ns('bucket')} AS rb, argMinMerge(v_first) AS v0, "
+        f"SELECT metric, qual, {d.time_ns('bucket')} AS rb, argMinMerge(v_first) AS v0, "
         f"argMaxMerge(v_last) AS v1, minMerge(v_min) AS vmin, maxMerge(v_max) AS vmax, "
         f"minMerge(t_first) AS t0, maxMerge(t_last) AS t1, groupBitOrMerge(flags_or) AS fl "
         f"FROM {store.database}.{rollup.name} WHERE {' AND '.join(where)} "
-        f"GROUP BY qual, rb ORDER BY qual, rb"
+        f"GROUP BY metric, qual, rb ORDER BY metric, qual, rb"
     )
 
 
-def _groups(qual: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.intp]:
-    """Start index of each run of equal (qual, step bucket) in rows sorted by both."""
-    change = np.ones(len(qual), dtype=bool)
-    change[1:] = (qual[1:] != qual[:-1]) | (b[1:] != b[:-1])
+def _groups(key: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.intp]:
+    """Start index of each run of equal (series, step bucket) in rows sorted by both."""
+    change = np.ones(len(key), dtype=bool)
+    change[1:] = (key[1:] != key[:-1]) | (b[1:] != b[:-1])
     return np.nonzero(change)[0]
 
 
-def rollup_values(cols: Columns, req: SeriesRequest) -> Triple:
-    """(qual, step bucket, value) from the rollup rows, rates for counters."""
+def rollup_values(cols: Columns, req: SeriesRequest) -> dict[str, Triple]:
+    """Per metric, (qual, step bucket, value) from the rollup rows, rates for counters."""
     qual = cols["qual"].astype(np.int64)
     n = len(qual)
     if n == 0:
-        empty = np.empty(0, dtype=np.int64)
-        return empty, empty, np.empty(0)
+        return {}
+    key = series_keys(cols)
     b = cols["rb"].astype(np.int64) // req.step_ns
-    starts = _groups(qual, b)
-    if not is_counter(req.metric):
+    starts = _groups(key, b)
+    if not req.counters:
         pick = {"max": "vmax", "min": "vmin"}.get(req.agg, "v1")
         v = cols[pick].astype(np.float64)
         if req.agg == "max":
@@ -82,7 +80,7 @@ def rollup_values(cols: Columns, req: SeriesRequest) -> Triple:
             values = v[np.append(starts[1:], n) - 1]
         else:
             values = np.add.reduceat(v, starts) / np.diff(np.append(starts, n))
-        return qual[starts], b[starts], values
+        return split(cols, qual[starts], b[starts], values, starts)
     v0 = cols["v0"].astype(np.float64)
     v1 = cols["v1"].astype(np.float64)
     t0 = cols["t0"].astype(np.int64)
@@ -91,7 +89,7 @@ def rollup_values(cols: Columns, req: SeriesRequest) -> Triple:
     inc = increase(v0, v1, flags & FLAG_COUNTER32)
     dt = (t1 - t0).astype(np.float64)
     same = np.zeros(n, dtype=bool)
-    same[1:] = qual[1:] == qual[:-1]
+    same[1:] = key[1:] == key[:-1]
     idx = np.nonzero(same)[0]
     inc[idx] += increase(v1[idx - 1], v0[idx], flags[idx] & FLAG_COUNTER32)
     dt[idx] = (t1[idx] - t1[idx - 1]).astype(np.float64)
@@ -99,7 +97,7 @@ def rollup_values(cols: Columns, req: SeriesRequest) -> Triple:
     total_dt = np.add.reduceat(dt, starts)
     with np.errstate(divide="ignore", invalid="ignore"):
         rates = np.where(total_dt > 0, total_inc / total_dt * NS, np.nan)
-    return qual[starts], b[starts], rates
+    return split(cols, qual[starts], b[starts], rates, starts)
 
 
 SOURCES = ("auto", "raw", "1m", "1h")

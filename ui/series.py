@@ -44,13 +44,22 @@ INCREASE_SQL = (
 
 @dataclass(frozen=True)
 class SeriesRequest:
+    """Metrics of one kind (all counters, or all gauges with one ``agg``) of one port."""
+
     device: str
     port: str
-    metric: Metric
+    metrics: tuple[Metric, ...]
     qual: int | None
     range: TimeRange
     step_ns: int
     agg: str
+
+    @property
+    def counters(self) -> bool:
+        return is_counter(self.metrics[0])
+
+
+Triple = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]
 
 
 def _dedup_sql(store: Store, req: SeriesRequest, lo_ns: int) -> str:
@@ -59,21 +68,21 @@ def _dedup_sql(store: Store, req: SeriesRequest, lo_ns: int) -> str:
     where = [
         f"device = {literal(req.device)}",
         f"port = {literal(req.port)}",
-        f"metric = {literal(req.metric.name)}",
+        f"metric IN ({', '.join(literal(m.name) for m in req.metrics)})",
         f"{ts} >= {d.ns_to_time(lo_ns)}",
         f"{ts} <= {d.ns_to_time(req.range.end_ns)}",
     ]
     if req.qual is not None:
         where.append(f"qual = {literal(req.qual)}")
-    return (f"SELECT qual, {d.time_ns('ts')} AS t, max(value) AS v, max(flags) AS f "
-            f"FROM {store.database}.samples WHERE {' AND '.join(where)} GROUP BY qual, t")
+    return (f"SELECT metric, qual, {d.time_ns('ts')} AS t, max(value) AS v, max(flags) AS f "
+            f"FROM {store.database}.samples WHERE {' AND '.join(where)} GROUP BY metric, qual, t")
 
 
 def series_sql(store: Store, req: SeriesRequest) -> str:
     """The one SELECT answering a series request."""
     step = int(req.step_ns)
     first_bucket = req.range.start_ns // step
-    if is_counter(req.metric):
+    if req.counters:
         inner = _dedup_sql(store, req, (first_bucket - 1) * step)
         # arrays sorted by time; arrayDifference's leading 0 is dropped with arrayPopFront
         increase = (
@@ -82,15 +91,35 @@ def series_sql(store: Store, req: SeriesRequest) -> str:
             "arrayPopFront(arrayMap(x -> x.2, p)), arrayPopFront(arrayMap(x -> x.3, p))))"
         )
         return (
-            f"SELECT qual, b, t0, t1, v0, v1, f0, n, {increase} AS inc FROM ("
-            f"SELECT qual, intDiv(t, {step}) AS b, min(t) AS t0, max(t) AS t1, "
+            f"SELECT metric, qual, b, t0, t1, v0, v1, f0, n, {increase} AS inc FROM ("
+            f"SELECT metric, qual, intDiv(t, {step}) AS b, min(t) AS t0, max(t) AS t1, "
             f"argMin(v, t) AS v0, argMax(v, t) AS v1, argMin(f, t) AS f0, count() AS n, "
-            f"arraySort(groupArray((t, v, f))) AS p FROM ({inner}) GROUP BY qual, b"
-            f") ORDER BY qual, b"
+            f"arraySort(groupArray((t, v, f))) AS p FROM ({inner}) GROUP BY metric, qual, b"
+            f") ORDER BY metric, qual, b"
         )
     inner = _dedup_sql(store, req, first_bucket * step)
-    return (f"SELECT qual, intDiv(t, {step}) AS b, {GAUGE_AGGS[req.agg]} AS val, count() AS n "
-            f"FROM ({inner}) GROUP BY qual, b ORDER BY qual, b")
+    return (f"SELECT metric, qual, intDiv(t, {step}) AS b, {GAUGE_AGGS[req.agg]} AS val, "
+            f"count() AS n FROM ({inner}) GROUP BY metric, qual, b ORDER BY metric, qual, b")
+
+
+def series_keys(cols: Columns) -> NDArray[np.int64]:
+    """One integer per (metric, qual) of rows sorted by them: equal keys, same series."""
+    metric = cols["metric"]
+    if len(metric) == 0:
+        return np.empty(0, dtype=np.int64)
+    _, codes = np.unique(metric.astype(str), return_inverse=True)
+    return codes.astype(np.int64) * 1000 + cols["qual"].astype(np.int64) + 1
+
+
+def split(cols: Columns, qual: NDArray[np.int64], b: NDArray[np.int64],
+          values: NDArray[np.float64], rows: NDArray[np.intp] | None = None) -> dict[str, Triple]:
+    """Per metric name, its (qual, bucket, value); ``rows`` picks the metric column's rows."""
+    names = cols["metric"] if rows is None else cols["metric"][rows]
+    out: dict[str, Triple] = {}
+    for name in np.unique(names.astype(str)) if len(names) else []:
+        mask = names.astype(str) == name
+        out[str(name)] = (qual[mask], b[mask], values[mask])
+    return out
 
 
 def increase(prev: NDArray[np.float64], cur: NDArray[np.float64],
@@ -106,6 +135,7 @@ def increase(prev: NDArray[np.float64], cur: NDArray[np.float64],
 def bucket_rates(cols: Columns) -> tuple[NDArray[np.int64], NDArray[np.int64],
                                           NDArray[np.float64]]:
     """Per-bucket rates (per second) from the counter query's rows: (qual, bucket, rate)."""
+    key = series_keys(cols)
     qual = cols["qual"].astype(np.int64)
     b = cols["b"].astype(np.int64)
     t0 = cols["t0"].astype(np.int64)
@@ -118,7 +148,7 @@ def bucket_rates(cols: Columns) -> tuple[NDArray[np.int64], NDArray[np.int64],
     if n == 0:
         return qual, b, rate
     same = np.zeros(n, dtype=bool)
-    same[1:] = qual[1:] == qual[:-1]
+    same[1:] = key[1:] == key[:-1]
     # buckets with a predecessor: boundary increase + inner increase over last-to-last time
     idx = np.nonzero(same)[0]
     if len(idx):
@@ -133,21 +163,23 @@ def bucket_rates(cols: Columns) -> tuple[NDArray[np.int64], NDArray[np.int64],
     return qual, b, rate
 
 
-def raw_values(store: Store, req: SeriesRequest) -> tuple[NDArray[np.int64], NDArray[np.int64],
-                                                          NDArray[np.float64]]:
-    """(qual, bucket, value) from the raw samples: rates for counters, ``agg`` for gauges."""
+def raw_values(store: Store, req: SeriesRequest) -> dict[str, Triple]:
+    """Per metric, (qual, bucket, value) from the raw samples: rates for counters, ``agg`` for
+    gauges."""
     cols = store.query(series_sql(store, req))
-    if is_counter(req.metric):
-        return bucket_rates(cols)
-    return (cols["qual"].astype(np.int64), cols["b"].astype(np.int64),
-            cols["val"].astype(np.float64))
+    if req.counters:
+        return split(cols, *bucket_rates(cols))
+    return split(cols, cols["qual"].astype(np.int64), cols["b"].astype(np.int64),
+                 cols["val"].astype(np.float64))
 
 
-def build_result(req: SeriesRequest, qual: NDArray[np.int64], b: NDArray[np.int64],
-                 values: NDArray[np.float64], source: str) -> SeriesResult:
-    """The answer: every bucket of the range appears, empty ones as None."""
+def build_result(req: SeriesRequest, metric: Metric, found: Triple | None,
+                 source: str) -> SeriesResult:
+    """One metric's answer: every bucket of the range appears, empty ones as None."""
+    empty = np.empty(0, dtype=np.int64)
+    qual, b, values = found if found is not None else (empty, empty, np.empty(0))
     step = req.step_ns
-    unit = f"{req.metric.unit}/s" if is_counter(req.metric) else req.metric.unit
+    unit = f"{metric.unit}/s" if is_counter(metric) else metric.unit
     first_bucket = req.range.start_ns // step
     last_bucket = req.range.end_ns // step
     buckets = np.arange(first_bucket, last_bucket + 1, dtype=np.int64)
@@ -160,8 +192,8 @@ def build_result(req: SeriesRequest, qual: NDArray[np.int64], b: NDArray[np.int6
                   for t, v in zip(buckets, filled, strict=True)]
         series.append(Series(qual=None if q < 0 else int(q), points=points))
     return SeriesResult(
-        device=req.device, port=req.port, metric=req.metric.name,
-        kind="counter" if is_counter(req.metric) else "gauge", unit=unit,
-        qualifier=req.metric.qualifier, agg=req.agg, start_ns=req.range.start_ns,
+        device=req.device, port=req.port, metric=metric.name,
+        kind="counter" if is_counter(metric) else "gauge", unit=unit,
+        qualifier=metric.qualifier, agg=req.agg, start_ns=req.range.start_ns,
         end_ns=req.range.end_ns, step_ns=step, source=source, series=series,
     )

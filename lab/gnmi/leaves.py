@@ -16,7 +16,7 @@ from enum import IntEnum
 import numpy as np
 from numpy.typing import NDArray
 
-from lab import counters as K
+from lab import counters as cf
 from lab.counters import Layout
 from lab.gnmi.paths import Elem, PathT, matches
 from lab.wiring import N_PRIO, Wiring
@@ -74,31 +74,32 @@ class _Builder:
                          np.asarray(self.index, dtype=np.int64), tuple(self.consts))
 
 
-def _e(name: str, **keys: str) -> Elem:
-    return (name, tuple(sorted((k.replace("_", "-"), v) for k, v in keys.items())))
+def _e(elem: str, **keys: str) -> Elem:
+    return (elem, tuple(sorted((k.replace("_", "-"), v) for k, v in keys.items())))
 
 
 _IF_COUNTERS = (
-    ("in-octets", K.P_IN_OCTETS), ("out-octets", K.P_OUT_OCTETS), ("in-pkts", K.P_IN_PKTS),
-    ("out-pkts", K.P_OUT_PKTS), ("in-unicast-pkts", K.P_IN_PKTS),
-    ("out-unicast-pkts", K.P_OUT_PKTS), ("in-errors", K.P_IN_ERRORS),
-    ("out-errors", K.P_OUT_ERRORS), ("in-discards", K.P_IN_DISCARDS),
-    ("out-discards", K.P_OUT_DISCARDS), ("in-fcs-errors", K.P_IN_FCS),
-    ("carrier-transitions", K.P_CARRIER),
+    ("in-octets", cf.P_IN_OCTETS), ("out-octets", cf.P_OUT_OCTETS), ("in-pkts", cf.P_IN_PKTS),
+    ("out-pkts", cf.P_OUT_PKTS), ("in-unicast-pkts", cf.P_IN_PKTS),
+    ("out-unicast-pkts", cf.P_OUT_PKTS), ("in-errors", cf.P_IN_ERRORS),
+    ("out-errors", cf.P_OUT_ERRORS), ("in-discards", cf.P_IN_DISCARDS),
+    ("out-discards", cf.P_OUT_DISCARDS), ("in-fcs-errors", cf.P_IN_FCS),
+    ("carrier-transitions", cf.P_CARRIER),
 )
 _ETH_COUNTERS = (
-    ("in-crc-errors", K.P_IN_FCS), ("in-symbol-error", K.P_IN_SYMBOL),
-    ("fec-corrected-blocks", K.P_FEC_CORR), ("fec-uncorrectable-blocks", K.P_FEC_UNCORR),
+    ("in-crc-errors", cf.P_IN_FCS), ("in-symbol-error", cf.P_IN_SYMBOL),
+    ("fec-corrected-blocks", cf.P_FEC_CORR), ("fec-uncorrectable-blocks", cf.P_FEC_UNCORR),
 )
 _QUEUE_LEAVES = (
-    ("transmit-pkts", K.Q_TX_PKTS, Kind.COUNTER), ("transmit-octets", K.Q_TX_OCTETS, Kind.COUNTER),
-    ("dropped-pkts", K.Q_DROPPED, Kind.COUNTER), ("ecn-marked-pkts", K.Q_ECN, Kind.COUNTER),
-    ("max-queue-len", K.Q_WATERMARK, Kind.GAUGE),
+    ("transmit-pkts", cf.Q_TX_PKTS, Kind.COUNTER),
+    ("transmit-octets", cf.Q_TX_OCTETS, Kind.COUNTER),
+    ("dropped-pkts", cf.Q_DROPPED, Kind.COUNTER), ("ecn-marked-pkts", cf.Q_ECN, Kind.COUNTER),
+    ("max-queue-len", cf.Q_WATERMARK, Kind.GAUGE),
 )
 
 
 def speed_identity(bps: float) -> str:
-    gb = int(round(bps / 1e9))
+    gb = round(bps / 1e9)
     return f"openconfig-if-ethernet:SPEED_{gb}GB"
 
 
@@ -116,54 +117,54 @@ def build_leaf_table(dialect: str, switch: str, wiring: Wiring, layout: Layout) 
 def _interface(b: _Builder, w: Wiring, p: int, lay: Layout, *, arista: bool) -> None:
     name = w.port_name[p]
     root = (_e("interfaces"), _e("interface", name=name))
-    b.add(root + (_e("name"),), Kind.STRING, const=name)
-    b.add(root + (_e("config"), _e("name")), Kind.STRING, const=name)
-    b.add(root + (_e("config"), _e("enabled")), Kind.BOOL, lay.port_index(p, K.P_ADMIN))
-    st = root + (_e("state"),)
-    b.add(st + (_e("name"),), Kind.STRING, const=name)
-    b.add(st + (_e("ifindex"),), Kind.UINT, const=int(w.port_number[p]))
-    b.add(st + (_e("enabled"),), Kind.BOOL, lay.port_index(p, K.P_ADMIN))
-    b.add(st + (_e("admin-status"),), Kind.ENUM, lay.port_index(p, K.P_ADMIN))
-    b.add(st + (_e("oper-status"),), Kind.ENUM, lay.port_index(p, K.P_OPER))
-    b.add(st + (_e("last-change"),), Kind.TIMETICKS, lay.port_index(p, K.P_LAST_CHANGE))
+    b.add((*root, _e("name")), Kind.STRING, const=name)
+    b.add((*root, _e("config"), _e("name")), Kind.STRING, const=name)
+    b.add((*root, _e("config"), _e("enabled")), Kind.BOOL, lay.port_index(p, cf.P_ADMIN))
+    st = (*root, _e("state"))
+    b.add((*st, _e("name")), Kind.STRING, const=name)
+    b.add((*st, _e("ifindex")), Kind.UINT, const=int(w.port_number[p]))
+    b.add((*st, _e("enabled")), Kind.BOOL, lay.port_index(p, cf.P_ADMIN))
+    b.add((*st, _e("admin-status")), Kind.ENUM, lay.port_index(p, cf.P_ADMIN))
+    b.add((*st, _e("oper-status")), Kind.ENUM, lay.port_index(p, cf.P_OPER))
+    b.add((*st, _e("last-change")), Kind.TIMETICKS, lay.port_index(p, cf.P_LAST_CHANGE))
     for leaf, fld in _IF_COUNTERS:
-        b.add(st + (_e("counters"), _e(leaf)), Kind.COUNTER, lay.port_index(p, fld))
-    eth = root + (_e("ethernet"), _e("state"))
-    b.add(eth + (_e("port-speed"),), Kind.STRING, const=speed_identity(float(w.bps[p])))
+        b.add((*st, _e("counters"), _e(leaf)), Kind.COUNTER, lay.port_index(p, fld))
+    eth = (*root, _e("ethernet"), _e("state"))
+    b.add((*eth, _e("port-speed")), Kind.STRING, const=speed_identity(float(w.bps[p])))
     for leaf, fld in _ETH_COUNTERS:
-        b.add(eth + (_e("counters"), _e(leaf)), Kind.COUNTER, lay.port_index(p, fld))
+        b.add((*eth, _e("counters"), _e(leaf)), Kind.COUNTER, lay.port_index(p, fld))
     if arista:
         for prio in range(N_PRIO):
-            pri = root + (_e("ethernet"), _e("pfc"), _e("priorities"),
-                          _e("priority", index=str(prio)))
-            b.add(pri + (_e("index"),), Kind.UINT, const=prio)
-            b.add(pri + (_e("state"), _e("index")), Kind.UINT, const=prio)
-            for leaf, fld in (("in-frames", K.Q_PFC_RX), ("out-frames", K.Q_PFC_TX),
-                              ("pfc-on-total-rx-time", K.Q_PFC_RX_US)):
-                b.add(pri + (_e("state"), _e(leaf)), Kind.COUNTER, lay.prio_index(p, prio, fld))
+            pri = (*root, _e("ethernet"), _e("pfc"), _e("priorities"),
+                   _e("priority", index=str(prio)))
+            b.add((*pri, _e("index")), Kind.UINT, const=prio)
+            b.add((*pri, _e("state"), _e("index")), Kind.UINT, const=prio)
+            for leaf, fld in (("in-frames", cf.Q_PFC_RX), ("out-frames", cf.Q_PFC_TX),
+                              ("pfc-on-total-rx-time", cf.Q_PFC_RX_US)):
+                b.add((*pri, _e("state"), _e(leaf)), Kind.COUNTER, lay.prio_index(p, prio, fld))
 
 
 def _qos(b: _Builder, w: Wiring, p: int, lay: Layout, dialect: str) -> None:
     name = w.port_name[p]
     root = (_e("qos"), _e("interfaces"), _e("interface", interface_id=name))
-    b.add(root + (_e("interface-id"),), Kind.STRING, const=name)
-    b.add(root + (_e("state"), _e("interface-id")), Kind.STRING, const=name)
+    b.add((*root, _e("interface-id")), Kind.STRING, const=name)
+    b.add((*root, _e("state"), _e("interface-id")), Kind.STRING, const=name)
     for q in range(N_PRIO):
-        qr = root + (_e("output"), _e("queues"), _e("queue", name=str(q)))
-        b.add(qr + (_e("name"),), Kind.STRING, const=str(q))
-        b.add(qr + (_e("state"), _e("name")), Kind.STRING, const=str(q))
+        qr = (*root, _e("output"), _e("queues"), _e("queue", name=str(q)))
+        b.add((*qr, _e("name")), Kind.STRING, const=str(q))
+        b.add((*qr, _e("state"), _e("name")), Kind.STRING, const=str(q))
         for leaf, fld, kind in _QUEUE_LEAVES:
-            b.add(qr + (_e("state"), _e(leaf)), kind, lay.prio_index(p, q, fld))
+            b.add((*qr, _e("state"), _e(leaf)), kind, lay.prio_index(p, q, fld))
         if dialect == "arista":
-            b.add(qr + (_e("state"), _e("instant-queue-len")), Kind.GAUGE,
-                  lay.prio_index(p, q, K.Q_OCCUPANCY))
+            b.add((*qr, _e("state"), _e("instant-queue-len")), Kind.GAUGE,
+                  lay.prio_index(p, q, cf.Q_OCCUPANCY))
     if dialect == "openconfig":
         for prio in range(N_PRIO):
-            pr = root + (_e("pfc"), _e("pfc-priorities"), _e("pfc-priority", dot1p=str(prio)))
-            b.add(pr + (_e("dot1p"),), Kind.UINT, const=prio)
-            b.add(pr + (_e("state"), _e("dot1p")), Kind.UINT, const=prio)
-            for leaf, fld in (("pause-frames-rx", K.Q_PFC_RX), ("pause-frames-tx", K.Q_PFC_TX)):
-                b.add(pr + (_e("state"), _e("statistics"), _e(leaf)), Kind.COUNTER,
+            pr = (*root, _e("pfc"), _e("pfc-priorities"), _e("pfc-priority", dot1p=str(prio)))
+            b.add((*pr, _e("dot1p")), Kind.UINT, const=prio)
+            b.add((*pr, _e("state"), _e("dot1p")), Kind.UINT, const=prio)
+            for leaf, fld in (("pause-frames-rx", cf.Q_PFC_RX), ("pause-frames-tx", cf.Q_PFC_TX)):
+                b.add((*pr, _e("state"), _e("statistics"), _e(leaf)), Kind.COUNTER,
                       lay.prio_index(p, prio, fld))
 
 

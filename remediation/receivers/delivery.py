@@ -1,9 +1,11 @@
 """Delivering notifications: retries with exponential backoff and jitter, off the dispatcher's
 path, and one audit record per notification with every attempt in its steps.
 
-Deliveries run on a small thread pool so a slow or failing receiver never holds the lifecycle up.
-A delivery that fails for good tells the dispatcher to forget it, so the next flush tries again
-(as Alertmanager's notification log does).
+Deliveries run on a small thread pool so a slow or failing receiver never holds the lifecycle up;
+the notifications of one group to one receiver are delivered in order (a resolve never overtakes
+the trigger it resolves, even while the trigger is being retried). A delivery that fails for good
+tells the dispatcher to forget it, so the next flush tries again (as Alertmanager's notification
+log does).
 """
 
 from __future__ import annotations
@@ -46,18 +48,30 @@ class Deliverer:
         self._rng = random.Random(seed)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rw-deliver")
         self._futures: set[Future[ActionResult]] = set()
+        self._last: dict[tuple[str, str], Future[ActionResult]] = {}
         self._lock = threading.Lock()
 
     def submit(self, notification: Notification) -> Future[ActionResult]:
-        future = self._pool.submit(self.deliver, notification)
+        key = (notification.receiver, notification.group_key)
         with self._lock:
+            # the pool takes tasks in order, so the one waited for has always started first
+            future = self._pool.submit(self._after, self._last.get(key), notification)
+            self._last[key] = future
             self._futures.add(future)
-        future.add_done_callback(self._done)
+        future.add_done_callback(lambda f: self._done(key, f))
         return future
 
-    def _done(self, future: Future[ActionResult]) -> None:
+    def _after(self, previous: Future[ActionResult] | None,
+               notification: Notification) -> ActionResult:
+        if previous is not None:
+            previous.exception()  # wait for it; its outcome is its own record
+        return self.deliver(notification)
+
+    def _done(self, key: tuple[str, str], future: Future[ActionResult]) -> None:
         with self._lock:
             self._futures.discard(future)
+            if self._last.get(key) is future:
+                del self._last[key]
 
     def drain(self, timeout_s: float = 30.0) -> None:
         """Wait for deliveries in flight (tests, shutdown)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator
 
 from remediation.alertview import alert_annotations, rfc3339
 from remediation.dispatch import ReceiverCaps
@@ -23,7 +23,7 @@ SEVERITIES = {"critical": "critical", "warning": "warning", "info": "info"}
 
 class PagerDutyOptions(HttpOptions):
     url: str = "https://events.pagerduty.com/v2/enqueue"
-    routing_key: SecretStr
+    routing_key: SecretStr = Field(SecretStr(""), validate_default=True)
     source: str = ""
     component: str = "fabric"
     client_url: str = ""

@@ -35,7 +35,8 @@ def message(n: Notification, channel: str = "", username: str = "",
         lines = [f"{ICONS[state]} *{alert.name}* on `{alert.entity}` ({ann['severity']})"]
         if "ports" in ann:
             lines.append(f"ports: {ann['ports']}")
-        lines.append(f"runbook: {ann['runbook']}")
+        if "runbook" in ann:
+            lines.append(f"runbook: {ann['runbook']}")
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}})
     if len(n.alerts) > max_alerts:
         blocks.append({"type": "context", "elements": [

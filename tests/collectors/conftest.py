@@ -373,3 +373,120 @@ def write_targets(path: Path, targets: list[dict[str, Any]]) -> Path:
 
     path.write_text(yaml.safe_dump({"format": 1, "targets": targets}))
     return path
+
+
+# -- net-snmp's snmpd -------------------------------------------------------------------------
+
+
+@dataclass
+class Snmpd:
+    """Debian's snmpd on loopback (optionally inside a network namespace), v2c and v3 authPriv."""
+
+    workdir: Path
+    netns: str | None = None
+    community: str = "rocewatch-ro"
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> Snmpd:
+        self.port = self.port or free_udp_port()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        conf = self.workdir / "snmpd.conf"
+        conf.write_text(
+            f"rocommunity {self.community} 127.0.0.1\n"
+            f'createUser {V3_USER} SHA "{V3_AUTH}" AES "{V3_PRIV}"\n'
+            f"rouser {V3_USER} priv\n"
+            "sysName snmpd-loopback\n")
+        cmd = ["snmpd", "-f", "-m", "", "-C", "-c", str(conf), "-Lf",
+               str(self.workdir / "snmpd.log"), "-p", str(self.workdir / "snmpd.pid"),
+               f"udp:127.0.0.1:{self.port}"]
+        if self.netns:
+            cmd = ["ip", "netns", "exec", self.netns, *cmd]
+        env = {**os.environ, "SNMP_PERSISTENT_DIR": str(self.workdir / "persist")}
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        wait_udp_agent(self.port, self.community, netns=self.netns)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process(self.proc)
+            self.proc = None
+
+
+@pytest.fixture
+def snmpd(tmp_path: Path) -> Iterator[Snmpd]:
+    if shutil.which("snmpd") is None:
+        pytest.skip("net-snmp's snmpd is not installed (apt-get install snmpd snmp)")
+    agent = Snmpd(tmp_path / "snmpd").start()
+    yield agent
+    agent.stop()
+
+
+class NetNs:
+    """A network namespace with veth pairs (interfaces for snmpd to serve); deleted afterwards."""
+
+    def __init__(self, name: str, pairs: int) -> None:
+        self.name = name
+        self.pairs = pairs
+
+    def create(self) -> NetNs:
+        subprocess.run(["ip", "netns", "add", self.name], check=True)
+        script = ["link set lo up"]
+        for k in range(self.pairs):
+            a, b = f"Ethernet{2 * k + 1}", f"Ethernet{2 * k + 2}"
+            script += [f"link add {a} type veth peer name {b}", f"link set {a} up",
+                       f"link set {b} up"]
+        subprocess.run(["ip", "-n", self.name, "-batch", "-"], input="\n".join(script).encode(),
+                       check=True)
+        return self
+
+    def delete(self) -> None:
+        subprocess.run(["ip", "netns", "del", self.name], check=False)
+
+    def run_inside(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` in a thread that has entered the namespace (sockets it opens live there)."""
+        return run_in_netns(self.name, fn)
+
+
+def run_in_netns(name: str, fn: Callable[[], Any]) -> Any:
+    import ctypes
+
+    result: dict[str, Any] = {}
+
+    def body() -> None:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        with open(f"/var/run/netns/{name}") as ns:
+            if libc.setns(ns.fileno(), 0x40000000) != 0:  # CLONE_NEWNET, this thread only
+                result["error"] = OSError(ctypes.get_errno(), "setns failed")
+                return
+        try:
+            result["value"] = fn()
+        except BaseException as exc:
+            result["error"] = exc
+
+    thread = threading.Thread(target=body, name=f"netns-{name}")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
+
+
+@pytest.fixture
+def netns_snmpd(tmp_path: Path) -> Iterator[tuple[NetNs, Snmpd]]:
+    """snmpd serving 32 veth pairs (64 interfaces) inside a namespace of its own."""
+    if shutil.which("snmpd") is None or not is_root:
+        pytest.skip("needs snmpd and root (network namespaces)")
+    ns = NetNs(f"rwtest{os.getpid()}", 32).create()
+    agent = Snmpd(tmp_path / "snmpd-ns", netns=ns.name)
+    try:
+        agent.start()
+        yield ns, agent
+    finally:
+        agent.stop()
+        ns.delete()

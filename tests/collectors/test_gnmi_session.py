@@ -58,8 +58,8 @@ def _creds(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def make(tmp_path: Path, sink: Sink, targets: list[dict[str, Any]], **opts: Any) -> Running:
     path = write_targets(tmp_path / "targets.yaml", targets)
-    options = GnmiOptions(targets=str(path), flush_interval_s=0.05, backoff_initial_s=0.05, backoff_max_s=0.2, connect_timeout_s=2,
-                          **opts)
+    options = GnmiOptions(targets=str(path), flush_interval_s=0.05, backoff_initial_s=0.05,
+                          backoff_max_s=0.2, connect_timeout_s=2, **opts)
     return Running(GnmiCollector("test", options, emit=sink))
 
 

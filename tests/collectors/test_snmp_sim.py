@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ def _secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("T_BROKEN", "broken")
     monkeypatch.setenv("T_V3_AUTH", V3_AUTH)
     monkeypatch.setenv("T_V3_PRIV", V3_PRIV)
+    monkeypatch.setenv("T_WRONG_PRIV", "not-the-priv-key")
 
 
 def v2c(name: str, address: str, community_env: str, interval: float = 0.3,
@@ -94,7 +96,7 @@ def test_counter32_wrap_is_flagged_not_reset(tmp_path: Path, sink: Sink,
                                              snmpsim: SnmpSim) -> None:
     def wrapped(rows: list[Any]) -> bool:
         values = [r[5] for r in series(rows, "if_in_errors", "Ethernet2")]
-        return any(b < a for a, b in zip(values, values[1:], strict=False))
+        return any(b < a for a, b in itertools.pairwise(values))
 
     with make(tmp_path, sink, [v2c("leaf9", snmpsim.address, "T_LEAF9", interval=0.25)]):
         rows = sink.wait_for(wrapped, timeout=20, what="ifInErrors.2 wrapping at 2**32")
@@ -126,7 +128,8 @@ def test_v3_auth_priv(tmp_path: Path, sink: Sink, snmpsim: SnmpSim) -> None:
               "snmp": {"version": "3", "user": V3_USER, "auth_protocol": "sha",
                        "auth_key_env": "T_V3_AUTH", "priv_protocol": "aes",
                        "priv_key_env": "T_V3_PRIV", "context": "leaf9", "timeout_s": 1}}
-    wrong = {**target, "name": "wrongkey", "snmp": {**target["snmp"], "priv_key_env": "T_LEAF9"}}
+    wrong = {**target, "name": "wrongkey",
+             "snmp": {**target["snmp"], "priv_key_env": "T_WRONG_PRIV"}}
     with make(tmp_path, sink, [target, wrong]) as collector:
         rows = sink.wait_for(lambda rows: len(polls(rows)) >= 2, what="v3 polls")
         wait_until(lambda: collector.health()["targets"]["wrongkey"]["errors"], "a v3 error")
@@ -147,7 +150,7 @@ def test_failures_never_block_other_targets(tmp_path: Path, sink: Sink,
                              what="eight polls of the healthy target")
         health = collector.health()["targets"]
     times = polls(rows)
-    gaps = [(b - a) / 1e9 for a, b in zip(times, times[1:], strict=False)]
+    gaps = [(b - a) / 1e9 for a, b in itertools.pairwise(times)]
     # the collector clock stamps these polls: a blocked loop would show as long gaps
     assert max(gaps) < 1.0, gaps
     assert "timeout" in health["dead"]["errors"] and not health["dead"]["up"]

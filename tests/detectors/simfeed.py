@@ -17,7 +17,7 @@ from lab import counters as K
 from lab.scenario import Scenario
 from lab.simulation import Simulation
 from pipeline.metrics import metric_id
-from pipeline.model import FLAG_COUNTER32, Alert, BatchBuilder, SampleBatch
+from pipeline.model import FLAG_COUNTER32, Alert, SampleBatch
 
 EPOCH_NS = 1_700_000_000 * 10**9
 
@@ -73,37 +73,51 @@ class SimFeed:
                 self.profiles.setdefault(sw, "snmp")
             else:
                 self.profiles.setdefault(sw, fab.profiles[i % len(fab.profiles)])
-        self.builder = BatchBuilder()
 
     def batches(self, t: float) -> list[SampleBatch]:
-        """One batch per switch from the counters at simulated time ``t``."""
+        """One batch per switch from the counters at simulated time ``t`` (built in columns)."""
         w = self.sim.wiring
         c = self.sim.counters
         ts = EPOCH_NS + round(t * 1e9)
         out = []
         for d, sw in enumerate(w.switches):
-            port_metrics, prio_metrics = PROFILES[self.profiles[sw]]
-            b = self.builder
-            for p in w.switch_ports[d].tolist():
-                name = w.port_name[p]
-                for m in port_metrics:
-                    v = c.port[p, _PORT[m]]
-                    flags = 0
-                    if m == "if_last_change":
-                        v = float(v)
-                    elif m not in ("if_oper_status", "if_admin_status", "if_speed"):
-                        v = float(np.floor(v))
-                        if self.profiles[sw] == "snmp" and m in _COUNTER32:
-                            v = float(int(v) % 2**32)
-                            flags = FLAG_COUNTER32
-                    b.add(ts, sw, name, metric_id(m), -1, float(v), flags)
-                for m in prio_metrics:
-                    for q in range(8):
-                        v = c.prio[p, q, _PRIO[m]]
-                        if m not in ("queue_occupancy_bytes", "queue_watermark_bytes"):
-                            v = np.floor(v)
-                        b.add(ts, sw, name, metric_id(m), q, float(v))
-            out.append(b.build())
+            profile = self.profiles[sw]
+            port_metrics, prio_metrics = PROFILES[profile]
+            ports = w.switch_ports[d]
+            names = tuple(w.port_name[p] for p in ports.tolist())
+            n = ports.size
+            cols: dict[str, list[np.ndarray]] = {k: [] for k in
+                                                 ("port", "metric", "qual", "value", "flags")}
+            for m in port_metrics:
+                v = c.port[ports, _PORT[m]].astype(np.float64)
+                flags = np.zeros(n, np.uint8)
+                if m not in ("if_oper_status", "if_admin_status", "if_speed", "if_last_change"):
+                    v = np.floor(v)
+                    if profile == "snmp" and m in _COUNTER32:
+                        v = np.mod(v, 2.0**32)
+                        flags[:] = FLAG_COUNTER32
+                cols["port"].append(np.arange(n))
+                cols["metric"].append(np.full(n, metric_id(m)))
+                cols["qual"].append(np.full(n, -1))
+                cols["value"].append(v)
+                cols["flags"].append(flags)
+            for m in prio_metrics:
+                v = c.prio[ports, :, _PRIO[m]].astype(np.float64).ravel()
+                if m not in ("queue_occupancy_bytes", "queue_watermark_bytes"):
+                    v = np.floor(v)
+                cols["port"].append(np.repeat(np.arange(n), 8))
+                cols["metric"].append(np.full(n * 8, metric_id(m)))
+                cols["qual"].append(np.tile(np.arange(8), n))
+                cols["value"].append(v)
+                cols["flags"].append(np.zeros(n * 8, np.uint8))
+            rows = sum(a.size for a in cols["value"])
+            out.append(SampleBatch(
+                np.full(rows, ts, np.int64), np.zeros(rows, np.int32),
+                np.concatenate(cols["port"]).astype(np.int32),
+                np.concatenate(cols["metric"]).astype(np.uint16),
+                np.concatenate(cols["qual"]).astype(np.int16),
+                np.concatenate(cols["value"]).astype(np.float64),
+                np.concatenate(cols["flags"]).astype(np.uint8), (sw,), names))
         return out
 
     def run(self, until_s: float | None = None) -> Iterator[tuple[float, list[SampleBatch]]]:

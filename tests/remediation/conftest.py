@@ -89,7 +89,7 @@ def http_peer() -> Iterator[Callable[..., HttpPeer]]:
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         servers.append(server)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         peer = HttpPeer(f"http://127.0.0.1:{server.server_address[1]}", **kw)
         return peer
 

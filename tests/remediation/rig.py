@@ -14,7 +14,7 @@ from remediation.devices import DeviceDirectory
 from remediation.drain import Drainer
 from remediation.settings import GnmiSettings, RemediationSettings, TeSettings
 from remediation.silences import Silences
-from remediation.switch import GnmiSwitches
+from remediation.switch import GnmiSwitches, SwitchControl
 from remediation.te import HttpTe
 from remediation.telemetry import LinkTelemetry
 from tests.remediation.gnmi_target import Targets
@@ -43,6 +43,8 @@ class Rig:
     targets: Targets | None
     te_url: str
     settings: RemediationSettings
+    #: talk to these switches instead of ``targets`` (the lab's agents)
+    switches: SwitchControl | None = None
     drainer: Drainer = field(init=False)
     recorder: Recorder = field(init=False)
     telemetry: LinkTelemetry = field(init=False)
@@ -53,10 +55,10 @@ class Rig:
     def __post_init__(self) -> None:
         self.recorder = Recorder(None, "actions")
         self.telemetry = LinkTelemetry()
-        switches = None
-        if self.targets is not None:
+        switches = self.switches
+        if switches is None and self.targets is not None:
             directory = DeviceDirectory(GnmiSettings(devices=self.targets.addresses))
-            switches = GnmiSwitches(directory, timeout_s=3)
+            switches = self.switches = GnmiSwitches(directory, timeout_s=3)
         te = HttpTe(self.te_url, TeSettings(attempts=1, timeout=3)) if self.te_url else None
         self.drainer = Drainer(self.settings, self.topology, switches, te, self.telemetry,
                                self.recorder, Silences(), page=self.paged.append)
@@ -77,8 +79,8 @@ class Rig:
             b.add(at(t), port.device, port.name, metric_id("if_in_fcs_errors"), -1,
                   self._errors[port])
             state = oper
-            if state is None and self.targets is not None:
-                state = 1 if self.targets.fabric.oper_up(port) else 2
+            if state is None and self.switches is not None:
+                state = 1 if self.switches.status(port).oper == "UP" else 2
             b.add(at(t), port.device, port.name, metric_id("if_oper_status"), -1, state or 1)
         self.telemetry.observe(b.build())
 

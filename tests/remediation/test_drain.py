@@ -14,6 +14,7 @@ from remediation.runs import Phase
 from tests.remediation.gnmi_target import Targets
 from tests.remediation.rig import Rig, fabric, settings
 from tests.remediation.support import at, make_alert
+from tests.remediation.te_controller import TeController
 
 LINK = "leaf2~spine1"
 
@@ -26,11 +27,16 @@ def targets() -> Iterator[Targets]:
 
 
 @pytest.fixture
-def rig(targets: Targets, http_peer: Any) -> Any:
-    def build(**over: Any) -> tuple[Rig, Any]:
-        te = http_peer()
+def rig(targets: Targets) -> Iterator[Any]:
+    started: list[TeController] = []
+
+    def build(**over: Any) -> tuple[Rig, TeController]:
+        te = TeController(targets.fabric.topology).start()
+        started.append(te)
         return Rig(targets.fabric.topology, targets, te.url, settings(**over)), te
-    return build
+    yield build
+    for te in started:
+        te.stop()
 
 
 def run_drain(r: Rig, start: float = 0) -> tuple[Port, Port]:
@@ -52,9 +58,10 @@ def test_auto_drain_then_repair_and_soak_restore(rig):
     a, b = run_drain(r)
     run = r.drainer.runs[next(iter(r.drainer.runs))]
     assert run.phase == Phase.DRAINED
-    assert [(req.method, req.path) for req in te.requests] == [
-        ("POST", f"/v1/links/{LINK}/drain"), ("POST", f"/v1/links/{LINK}/drained")]
-    assert te.requests[0].body["evidence"]["alert"] == "faulty_link"
+    assert te.calls() == [("POST", f"/v1/links/{LINK}/drain"), ("GET", f"/v1/links/{LINK}")]
+    body = te.requests[0][2]
+    assert body["evidence"]["alert"] == "faulty_link"
+    assert body["requested_by"] == "rocewatch-remediation" and te.drained == {LINK}
     fabric_state = r.targets.fabric
     assert sorted(fabric_state.sets) == sorted([(a, False), (b, False)])
     assert not fabric_state.oper_up(a) and not fabric_state.oper_up(b)
@@ -77,7 +84,7 @@ def test_auto_drain_then_repair_and_soak_restore(rig):
         r.traffic(t, (a, b), 100.0, dt=10)
         r.tick(t)
     assert run.phase == Phase.RESTORED
-    assert te.requests[-1].path == f"/v1/links/{LINK}/undrain"
+    assert te.calls()[-1] == ("POST", f"/v1/links/{LINK}/undrain") and te.drained == set()
     undrain = r.records("undrain")[-1]
     assert undrain.outcome == "done" and "back in service" in undrain.detail
     assert any(s["step"] == "repair" for s in undrain.steps)
@@ -127,8 +134,9 @@ def test_traffic_that_does_not_leave_aborts_and_tells_te(rig):
         r.tick(t)
     run = next(iter(r.drainer.runs.values()))
     assert run.phase == Phase.FAILED and r.targets.fabric.sets == []
-    assert [req.path for req in te.requests] == [f"/v1/links/{LINK}/drain",
-                                                 f"/v1/links/{LINK}/undrain"]
+    assert [p for _, p in te.calls()] == [f"/v1/links/{LINK}/drain",
+                                          f"/v1/links/{LINK}/undrain"]
+    assert te.drained == set()
     assert "still flowing" in r.records("drain")[-1].detail
 
 
@@ -143,7 +151,7 @@ def test_a_switch_refusing_set_rolls_back_the_other_end(rig, targets):
     assert targets.fabric.oper_up(link.a)
     detail = r.records("drain")[-1].detail
     assert "UNAVAILABLE" in detail and f"re-enabled {link.a}" in detail
-    assert te.requests[-1].path.endswith("/undrain")
+    assert te.calls()[-1] == ("POST", f"/v1/links/{LINK}/undrain")
 
 
 def test_errors_during_soak_disable_the_link_again(rig):
@@ -195,3 +203,46 @@ def test_mass_anomaly_stops_automation_and_pages(rig):
     resumed = r.drainer.on_command(Resume(by="alice", comment="telemetry fixed"), at(40))
     assert resumed.outcome == "done" and r.drainer.halted is None
     assert r.paged[-1].ends_at_ns == at(40)
+
+
+def test_te_refusing_the_drain_fails_it_with_nothing_touched(rig):
+    r, te = rig()
+    te.refuse.add(LINK)
+    r.alerts(make_alert(entity=LINK))
+    r.tick(10)
+    last = r.records("drain")[-1]
+    assert last.outcome == "failed" and "409" in last.detail and "would isolate leaf2" in \
+        last.detail
+    assert r.targets.fabric.sets == [] and te.drained == set()
+
+
+def test_each_telemetry_sample_counts_once_however_often_we_look(rig):
+    r, _ = rig()
+    ends = r.topology.link_by_id[LINK].ends()
+    r.alerts(make_alert(entity=LINK))
+    r.traffic(9, ends, 300.0)
+    r.tick(10)
+    r.traffic(11, ends, 0.0)
+    for t in (11.0, 11.25, 11.5, 11.75):  # the heartbeat looks more often than samples come
+        r.tick(t)
+    run = r.drainer.active[LINK]
+    assert run.phase == Phase.VERIFY_TRAFFIC and run.quiet_samples == 1
+    r.traffic(12, ends, 0.0)
+    r.tick(12)
+    assert run.phase == Phase.DRAINED
+
+
+def test_runs_cancelled_by_a_halt_are_retried_after_resume(rig):
+    r, _ = rig(mode="dry_run")
+    r.alerts(*(make_alert(entity=e) for e in ("leaf1~spine1", "leaf2~spine2", "leaf3~spine3",
+                                              "leaf4~spine4")))
+    assert r.drainer.halted and set(r.drainer.deferred) == {
+        "leaf1~spine1", "leaf2~spine2", "leaf3~spine3", "leaf4~spine4"}
+    r.alerts(*(make_alert(entity=e, end=20) for e in ("leaf2~spine2", "leaf3~spine3",
+                                                      "leaf4~spine4")), t=20)
+    r.tick(30)
+    assert not [x for x in r.records("drain") if x.outcome == "done"]  # still stopped
+    r.drainer.on_command(Resume(by="alice"), at(40))
+    r.tick(41)
+    [decided] = [x for x in r.records("drain") if x.outcome == "done"]
+    assert decided.target == "leaf1~spine1" and "attempt 2" in decided.steps[0]["detail"]

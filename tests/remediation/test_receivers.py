@@ -236,3 +236,18 @@ def test_wrong_receiver_config_names_the_key():
         build_receivers([PluginSpec(type="log"), PluginSpec(type="webhook", name="w")])
     with pytest.raises(ConfigError, match=r"remediation.receivers\[0\].colour: unknown key"):
         build_receivers([PluginSpec.model_validate({"type": "log", "colour": "red"})])
+
+
+def test_a_resolve_never_overtakes_its_trigger_while_that_is_retried(http_peer):
+    peer = http_peer(script=[503, 503])
+    spec = {"type": "webhook", "name": "hook", "url": peer.url, "backoff": "200ms"}
+    receivers = build_receivers([PluginSpec.model_validate(spec)])
+    deliverer = Deliverer(receivers, Recorder(None, "actions"), workers=4)
+    try:
+        deliverer.submit(notification("hook", [make_alert()]))
+        deliverer.submit(notification("hook", [make_alert(end=70)], when=80,
+                                      reason="resolved"))
+        deliverer.drain(10)
+    finally:
+        deliverer.close()
+    assert [r.body["status"] for r in peer.requests] == ["firing"] * 3 + ["resolved"]

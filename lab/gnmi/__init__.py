@@ -1,0 +1,1 @@
+"""Device agents speaking gNMI: dialects, rendering, the target."""

@@ -1,0 +1,122 @@
+"""The agents' side of the simulation: the latest snapshot, simulated time, and control commands.
+
+One :class:`SimView` serves every agent in the process. A poller task on the agents' event loop
+copies a snapshot out of shared memory whenever the simulation publishes a new one and wakes every
+waiter, so a thousand subscriptions cost one copy per tick. Time is simulated time: a snapshot's
+``time_s`` is the simulated second it was taken at, and its event time is
+``epoch_ns + time_s * 1e9``, where ``epoch_ns`` is the wall clock when simulated time was 0.
+
+:class:`SimControl` sends commands down the pipe (thread-safe) and lets a caller wait until the
+simulation has applied one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lab import counters as cf
+from lab.counters import Layout
+from lab.shared import C_APPLIED, C_LIVE_TIME, SharedBlock
+from pipeline.errors import LabError
+
+
+class SimView:
+    def __init__(self, block: SharedBlock, layout: Layout, epoch_ns: int, speed: float,
+                 tick_s: float) -> None:
+        self.block = block
+        self.layout = layout
+        self.epoch_ns = epoch_ns
+        self.speed = speed
+        self.tick_s = tick_s
+        self.snapshot: NDArray[np.float64] = block.read()
+        self._cond: asyncio.Condition | None = None
+        self._version = -1.0
+
+    @property
+    def time_s(self) -> float:
+        return float(self.snapshot[cf.H_TIME])
+
+    @property
+    def tick(self) -> int:
+        return int(self.snapshot[cf.H_TICK])
+
+    def ts_ns(self, snap: NDArray[np.float64] | None = None) -> int:
+        s = self.snapshot if snap is None else snap
+        return self.epoch_ns + round(float(s[cf.H_TIME]) * 1e9)
+
+    def live_time(self) -> float:
+        """Simulated time of the last completed step (finer than the snapshot's tick)."""
+        return float(self.block.ctrl[C_LIVE_TIME])
+
+    def uptime_s(self, device: int, snap: NDArray[np.float64] | None = None) -> float:
+        s = self.snapshot if snap is None else snap
+        return float(s[cf.H_TIME]) - float(s[self.layout.dev_index(device, cf.D_BOOT_S)])
+
+    def refresh(self) -> bool:
+        """Re-read the snapshot if a newer one was published; True when it changed."""
+        version = self.block.version()
+        if version == self._version:
+            return False
+        self.snapshot = self.block.read()
+        self._version = version
+        return True
+
+    async def poll_forever(self) -> None:
+        self._cond = asyncio.Condition()
+        period = max(self.tick_s / self.speed / 2.0, 0.001)
+        while True:
+            if self.refresh():
+                async with self._cond:
+                    self._cond.notify_all()
+            await asyncio.sleep(period)
+
+    async def next_snapshot(self) -> NDArray[np.float64]:
+        """Wait for the next published snapshot and return it."""
+        if self._cond is None:
+            raise LabError("the snapshot poller is not running")
+        async with self._cond:
+            await self._cond.wait()
+        return self.snapshot
+
+
+class SimControl:
+    def __init__(self, conn: Connection, block: SharedBlock) -> None:
+        self._conn = conn
+        self._block = block
+        self._lock = threading.Lock()
+        self._seq = 0
+
+    def send(self, kind: str, *args: Any) -> int:
+        with self._lock:
+            self._seq += 1
+            seq = self._seq
+            self._conn.send((kind, seq, *args))
+        return seq
+
+    def send_raw(self, cmd: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._conn.send(cmd)
+
+    def applied(self) -> int:
+        return int(self._block.ctrl[C_APPLIED])
+
+    def wait_applied(self, seq: int, timeout_s: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.applied() < seq:
+            if time.monotonic() > deadline:
+                raise LabError(f"the simulation did not apply command {seq} within {timeout_s}s")
+            time.sleep(0.002)
+
+    async def wait_applied_async(self, seq: int, timeout_s: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.applied() < seq:
+            if time.monotonic() > deadline:
+                raise LabError(f"the simulation did not apply command {seq} within {timeout_s}s")
+            await asyncio.sleep(0.002)

@@ -1,0 +1,1 @@
+"""The reference traffic-engineering controller: CSPF paths and its HTTP API."""

@@ -1,0 +1,393 @@
+"""``rocewatch bench collect``: how fast the collectors turn device data into samples.
+
+Three measurements, each printed with what it measured:
+
+* **gNMI, recorded**: SubscribeResponses recorded from the lab's switches (one leaf per dialect,
+  JSON_IETF, as the collector subscribes) are decoded to sample batches over and over by the
+  collector's decoder; samples per CPU second of the decoding thread. For comparison, the same
+  messages through pygnmi's dict conversion (``telemetryParser``), which stops at dicts.
+* **gNMI, live**: the lab runs in a child process (its agents and simulator do not count against
+  us); one GnmiCollector in this process subscribes to every switch; samples per wall second and
+  per CPU second of this process (every thread: gRPC, sessions, decode, batching).
+* **SNMP**: net-snmp's snmpd serving 64 veth interfaces in a network namespace (loopback's
+  interfaces when not root); pollers of the SNMP collector walk it back to back from one asyncio
+  loop; varbinds per wall second and per CPU second of this process (snmpd's CPU not counted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import cProfile
+import ctypes
+import multiprocessing as mp
+import os
+import platform
+import resource
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from collectors.gnmi import GnmiCollector, GnmiOptions
+from collectors.gnmi_decode import GnmiDecoder
+from collectors.gnmi_recording import Recording, record
+from collectors.health import DeviceClock, ErrorTally, TargetHealth
+from collectors.mapping import PathMapper
+from collectors.profile import GnmiProfile, SnmpProfile, load_profile
+from pipeline.model import SampleBatch
+
+SCENARIO = """format: 1
+name: bench-collect
+seed: 1
+duration_s: 3600
+sample_interval_s: 1
+fabric: {{spines: {spines}, leaves: {leaves}, hosts_per_leaf: {hosts}, uplinks_per_pair: 1,
+  link_gbps: 400, host_gbps: 400, agents: {{gnmi: 1.0, snmp: 0.0}},
+  profiles: [openconfig, arista, sonic]}}
+routing: ecmp
+traffic:
+  - {{pattern: allreduce, hosts: all, load: 0.4, qps_per_flow: 2}}
+"""
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# -- the lab in a child process ---------------------------------------------------------------
+
+
+def _serve_lab(scenario: str, speed: float, out_dir: str, conn: Any) -> None:
+    from lab.runtime import Lab
+
+    lab = Lab(scenario, speed=speed, out_dir=Path(out_dir))
+    lab.start()
+    try:
+        conn.send(lab.agents())
+        conn.recv()
+    finally:
+        lab.stop()
+
+
+@contextlib.contextmanager
+def lab_process(workdir: Path, speed: float, spines: int, leaves: int,
+                hosts: int) -> Iterator[dict[str, Any]]:
+    scenario = workdir / "bench.yaml"
+    scenario.write_text(SCENARIO.format(spines=spines, leaves=leaves, hosts=hosts))
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_serve_lab, args=(str(scenario), speed, str(workdir / "lab"),
+                                                 child), daemon=True)
+    proc.start()
+    try:
+        if not parent.poll(120):
+            raise click.ClickException("the lab did not start within 120 s")
+        yield parent.recv()
+    finally:
+        with contextlib.suppress(OSError):
+            parent.send("stop")
+        proc.join(30)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(10)
+
+
+def record_lab(agents: dict[str, Any], seconds: float) -> list[Recording]:
+    """One leaf per dialect, recorded as the collector would subscribe."""
+    out: dict[str, Recording] = {}
+    for switch in agents["switches"]:
+        gnmi = switch.get("gnmi")
+        if not gnmi or switch["role"] != "leaf" or gnmi["profile"] in out:
+            continue
+        profile = load_profile(gnmi["profile"])
+        assert isinstance(profile, GnmiProfile)
+        out[gnmi["profile"]] = record(
+            gnmi["address"], profile, switch["name"], seconds,
+            interval_s=agents["sample_interval_s"],
+            metadata={"username": gnmi["username"], "password": gnmi["password"]})
+    return list(out.values())
+
+
+# -- gNMI ------------------------------------------------------------------------------------
+
+
+def decode_rate(rec: Recording, seconds: float) -> dict[str, float]:
+    """Decode a recording repeatedly for ``seconds`` of this thread's CPU time."""
+    profile = load_profile(rec.profile)
+    assert isinstance(profile, GnmiProfile)
+    health = TargetHealth(rec.device, "gnmi", "recorded", rec.profile, 1.0, DeviceClock())
+    decoder = GnmiDecoder(rec.device, PathMapper(profile), health, ErrorTally("bench"))
+    for message in rec.messages:  # warm the path cache, as a running collector has
+        decoder.feed(message, 0.0)
+    decoder.take()
+    samples = messages = 0
+    start = time.thread_time()
+    while time.thread_time() - start < seconds:
+        for i, message in enumerate(rec.messages):
+            decoder.feed(message, 0.0)
+            if i % 16 == 15:  # a flush every few notifications, as the ticker does
+                batch = decoder.take()
+                samples += len(batch) if batch is not None else 0
+        batch = decoder.take()
+        samples += len(batch) if batch is not None else 0
+        messages += len(rec.messages)
+    cpu = time.thread_time() - start
+    return {"samples": samples, "messages": messages, "cpu_s": cpu,
+            "errors": float(health.error_total)}
+
+
+def pygnmi_rate(rec: Recording, seconds: float) -> dict[str, float]:
+    from pygnmi.client import telemetryParser
+    from pygnmi.spec.v080 import gnmi_pb2 as pb
+
+    messages = 0
+    start = time.thread_time()
+    while time.thread_time() - start < seconds:
+        for message in rec.messages:
+            telemetryParser(pb.SubscribeResponse.FromString(message))
+        messages += len(rec.messages)
+    return {"messages": messages, "cpu_s": time.thread_time() - start}
+
+
+def live_rate(agents_file: Path, seconds: float, warmup: float = 3.0) -> dict[str, float]:
+    counted = {"samples": 0, "batches": 0}
+    lock = threading.Lock()
+
+    def emit(batch: SampleBatch) -> None:
+        with lock:
+            counted["batches"] += 1
+            counted["samples"] += len(batch)
+
+    collector = GnmiCollector("bench", GnmiOptions(agents=str(agents_file),
+                                                   flush_interval_s=0.25), emit=emit)
+    stop = threading.Event()
+    thread = threading.Thread(target=collector.run, args=(stop,), daemon=True)
+    thread.start()
+    time.sleep(warmup)  # sessions up and first snapshots in: the steady state is measured
+    with lock:
+        first = counted["samples"]
+    cpu0, wall0 = cpu_seconds(), time.monotonic()
+    time.sleep(seconds)
+    with lock:
+        last = counted["samples"]
+    cpu, wall = cpu_seconds() - cpu0, time.monotonic() - wall0
+    stop.set()
+    thread.join(30)
+    health = collector.health()
+    return {"samples": last - first, "wall_s": wall, "cpu_s": cpu,
+            "targets": float(len(health["targets"])),
+            "errors": float(sum(t["errors_total"] for t in health["targets"].values()))}
+
+
+# -- SNMP ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def snmpd(workdir: Path, pairs: int) -> Iterator[tuple[str | None, int]]:
+    """net-snmp's snmpd on loopback; inside a namespace with ``pairs`` veth pairs when root."""
+    if shutil.which("snmpd") is None:
+        raise click.ClickException("snmpd is not installed (apt-get install snmpd snmp)")
+    netns = f"rwbench{os.getpid()}" if pairs and os.geteuid() == 0 else None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    conf = workdir / "snmpd.conf"
+    conf.write_text("rocommunity bench 127.0.0.1\n")
+    cmd = ["snmpd", "-f", "-m", "", "-C", "-c", str(conf), "-Lf", str(workdir / "snmpd.log"),
+           "-p", str(workdir / "snmpd.pid"), f"udp:127.0.0.1:{port}"]
+    proc = None
+    try:
+        if netns:
+            subprocess.run(["ip", "netns", "add", netns], check=True)
+            script = ["link set lo up"] + [
+                line for k in range(pairs) for line in (
+                    f"link add Ethernet{2 * k + 1} type veth peer name Ethernet{2 * k + 2}",
+                    f"link set Ethernet{2 * k + 1} up", f"link set Ethernet{2 * k + 2} up")]
+            subprocess.run(["ip", "-n", netns, "-batch", "-"], input="\n".join(script).encode(),
+                           check=True)
+            cmd = ["ip", "netns", "exec", netns, *cmd]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env={**os.environ, "SNMP_PERSISTENT_DIR": str(workdir)})
+        probe = ["snmpget", "-m", "", "-v2c", "-c", "bench", "-r", "0", "-t", "0.3",
+                 f"127.0.0.1:{port}", "1.3.6.1.2.1.1.3.0"]
+        probe = ["ip", "netns", "exec", netns, *probe] if netns else probe
+        deadline = time.monotonic() + 10
+        while subprocess.run(probe, capture_output=True, check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                raise click.ClickException("snmpd did not answer within 10 s")
+        yield netns, port
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
+        if netns:
+            subprocess.run(["ip", "netns", "del", netns], check=False)
+
+
+def in_netns(netns: str | None, fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` in a thread that entered ``netns`` (sockets it opens live there)."""
+    result: dict[str, Any] = {}
+
+    def body() -> None:
+        if netns:
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            with open(f"/var/run/netns/{netns}") as ns:
+                if libc.setns(ns.fileno(), 0x40000000) != 0:  # CLONE_NEWNET: this thread only
+                    result["error"] = OSError(ctypes.get_errno(), "setns failed")
+                    return
+        try:
+            result["value"] = fn()
+        except BaseException as exc:
+            result["error"] = exc
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+async def _poll_back_to_back(port: int, pollers: int, seconds: float) -> dict[str, float]:
+    from collectors.snmp_client import V2cChannel, V2cTarget
+    from collectors.snmp_poll import SnmpPoller
+
+    profile = load_profile("snmp")
+    assert isinstance(profile, SnmpProfile)
+    channel = V2cChannel(("127.0.0.1", 0))
+    await channel.open()
+    tally = ErrorTally("bench")
+    workers = []
+    for i in range(pollers):
+        health = TargetHealth(f"snmpd{i}", "snmp", f"127.0.0.1:{port}", "snmp", 1.0,
+                              DeviceClock())
+        client = V2cTarget(channel, ("127.0.0.1", port), "bench", 2.0, 1)
+        workers.append(SnmpPoller(f"snmpd{i}", profile, client, health, tally, 50))
+    for poller in workers:  # first poll: ifName cache and fallbacks settled
+        await poller.poll()
+    base = [(p.varbinds_total, p.health.samples_total) for p in workers]
+    cpu0, wall0 = cpu_seconds(), time.monotonic()
+    end = wall0 + seconds
+
+    async def loop(poller: SnmpPoller) -> None:
+        while time.monotonic() < end:
+            await poller.poll()
+
+    await asyncio.gather(*(loop(p) for p in workers))
+    cpu, wall = cpu_seconds() - cpu0, time.monotonic() - wall0
+    channel.close()
+    return {"varbinds": sum(p.varbinds_total - b[0] for p, b in zip(workers, base, strict=True)),
+            "samples": sum(p.health.samples_total - b[1]
+                           for p, b in zip(workers, base, strict=True)),
+            "wall_s": wall, "cpu_s": cpu, "errors": float(sum(p.health.error_total
+                                                              for p in workers))}
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+@click.command()
+@click.option("--part", "parts", multiple=True,
+              type=click.Choice(["gnmi-recorded", "gnmi-live", "snmp"]),
+              help="What to measure (repeatable; default: all three).")
+@click.option("--seconds", default=10.0, show_default=True, help="Measurement time per part.")
+@click.option("--speed", default=20.0, show_default=True, help="Lab speed for gNMI parts.")
+@click.option("--leaves", default=8, show_default=True, help="Lab leaves (live part).")
+@click.option("--recordings", type=click.Path(file_okay=False, path_type=Path),
+              help="Decode these saved recordings instead of recording from a lab.")
+@click.option("--save-recordings", type=click.Path(file_okay=False, path_type=Path),
+              help="Keep the recordings made from the lab here.")
+@click.option("--snmp-pairs", default=32, show_default=True,
+              help="veth pairs for snmpd to serve (needs root; 0 = loopback's interfaces).")
+@click.option("--snmp-pollers", default=4, show_default=True,
+              help="Concurrent pollers walking snmpd.")
+@click.option("--profile", "profile_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a cProfile of the recorded-decode part here.")
+def collect(parts: tuple[str, ...], seconds: float, speed: float, leaves: int,
+            recordings: Path | None, save_recordings: Path | None, snmp_pairs: int,
+            snmp_pollers: int, profile_out: Path | None) -> None:
+    """Decoded gNMI updates/s per core (recorded and live) and SNMP varbinds/s."""
+    parts = parts or ("gnmi-recorded", "gnmi-live", "snmp")
+    click.echo(f"rocewatch bench collect: {platform.python_implementation()} "
+               f"{platform.python_version()}, {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory(prefix="rw-bench-") as tmp:
+        work = Path(tmp)
+        if "gnmi-recorded" in parts:
+            _recorded(work, seconds, speed, recordings, save_recordings, profile_out)
+        if "gnmi-live" in parts:
+            _live(work, seconds, speed, leaves)
+        if "snmp" in parts:
+            _snmp(work, seconds, snmp_pairs, snmp_pollers)
+
+
+def _recorded(work: Path, seconds: float, speed: float, recordings: Path | None,
+              save: Path | None, profile_out: Path | None) -> None:
+    if recordings:
+        recs = [Recording.load(p) for p in sorted(recordings.glob("*.gnmirec"))]
+    else:
+        with lab_process(work, speed, spines=4, leaves=4, hosts=28) as agents:
+            recs = record_lab(agents, seconds=3.0)
+    if save:
+        save.mkdir(parents=True, exist_ok=True)
+        for rec in recs:
+            rec.save(save / f"{rec.profile}.gnmirec")
+    click.echo("\ngNMI decode of recorded SubscribeResponses (one lab leaf per dialect, "
+               "JSON_IETF), CPU time of the decoding thread:")
+    click.echo(f"  {'profile':<11}{'messages':>9}{'samples/msg':>12}{'pygnmi us/msg':>15}"
+               f"{'ours us/msg':>13}{'samples/s/core':>16}")
+    total_samples = total_cpu = 0.0
+    profiler = cProfile.Profile() if profile_out else None
+    for rec in recs:
+        if profiler:
+            profiler.enable()
+        ours = decode_rate(rec, seconds / len(recs))
+        if profiler:
+            profiler.disable()
+        theirs = pygnmi_rate(rec, min(2.0, seconds / len(recs) / 2))
+        total_samples += ours["samples"]
+        total_cpu += ours["cpu_s"]
+        click.echo(f"  {rec.profile:<11}{len(rec.messages):>9}"
+                   f"{ours['samples'] / ours['messages']:>12.0f}"
+                   f"{theirs['cpu_s'] / theirs['messages'] * 1e6:>15.0f}"
+                   f"{ours['cpu_s'] / ours['messages'] * 1e6:>13.0f}"
+                   f"{ours['samples'] / ours['cpu_s']:>16,.0f}")
+    click.echo(f"  all dialects: {total_samples / total_cpu:,.0f} samples/s per core")
+    if profiler and profile_out:
+        profiler.dump_stats(str(profile_out))
+
+
+def _live(work: Path, seconds: float, speed: float, leaves: int) -> None:
+    with lab_process(work, speed, spines=4, leaves=leaves, hosts=24) as agents:
+        agents_file = work / "agents.json"
+        import json
+
+        agents_file.write_text(json.dumps(agents))
+        result = live_rate(agents_file, seconds)
+    click.echo(f"\ngNMI live against the lab ({result['targets']:.0f} switches, speed {speed:g}, "
+               f"lab in another process), whole collector process:")
+    click.echo(f"  {result['samples'] / result['wall_s']:,.0f} samples/s wall, "
+               f"{result['cpu_s'] / result['wall_s']:.2f} CPU cores busy, "
+               f"{result['samples'] / max(result['cpu_s'], 1e-9):,.0f} samples per CPU second; "
+               f"errors {result['errors']:.0f}")
+
+
+def _snmp(work: Path, seconds: float, pairs: int, pollers: int) -> None:
+    with snmpd(work, pairs) as (netns, port):
+        result = in_netns(netns, lambda: asyncio.run(
+            _poll_back_to_back(port, pollers, seconds)))
+    where = f"{2 * pairs + 1} interfaces in a netns" if netns else "loopback's interfaces"
+    click.echo(f"\nSNMP v2c against net-snmp snmpd ({where}), {pollers} pollers back to back, "
+               f"whole collector process (snmpd not counted):")
+    click.echo(f"  {result['varbinds'] / result['wall_s']:,.0f} varbinds/s wall, "
+               f"{result['varbinds'] / max(result['cpu_s'], 1e-9):,.0f} varbinds per CPU second, "
+               f"{result['samples'] / result['wall_s']:,.0f} samples/s; "
+               f"errors {result['errors']:.0f}")

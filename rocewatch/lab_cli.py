@@ -1,0 +1,109 @@
+"""``rocewatch lab ...``: run a scenario's simulated fabric, print its topology, measure it.
+
+The group is mounted by ``rocewatch/cli.py``; standalone:
+``python -c "from rocewatch.lab_cli import lab; lab()" run SCENARIO``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+
+from pipeline.errors import RocewatchError
+
+
+def _fail(exc: RocewatchError) -> click.ClickException:
+    err = click.ClickException(str(exc))
+    err.exit_code = exc.exit_code
+    return err
+
+
+@click.group()
+def lab() -> None:
+    """The simulated RoCE fabric: real gNMI/SNMP agents, faults, a TE controller."""
+
+
+@lab.command()
+@click.argument("scenario", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--speed", type=float, default=10.0, show_default=True,
+              help="simulated seconds per wall second")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("var/lab"), show_default=True,
+              help="where topology.json, agents.json and truth.json go")
+@click.option("--base-port", type=int, default=0, show_default=True,
+              help="TE controller port; switch i gets base+1+i (0: free ports)")
+@click.option("--tls", type=click.Choice(["none", "tls", "mtls"]), default="none",
+              show_default=True, help="gNMI transport security")
+@click.option("--snmp-version", type=click.Choice(["2c", "3"]), default="2c", show_default=True,
+              help="what agents.json tells collectors to use (agents accept both)")
+def run(scenario: Path, speed: float, out_dir: Path, base_port: int, tls: str,
+        snmp_version: str) -> None:
+    """Serve SCENARIO's fabric until it ends or Ctrl-C."""
+    from lab.runtime import Lab
+
+    try:
+        the_lab = Lab(scenario, speed=speed, out_dir=out_dir, base_port=base_port,
+                      tls=None if tls == "none" else tls, snmp_version=snmp_version)
+        the_lab.start()
+    except RocewatchError as exc:
+        raise _fail(exc) from exc
+    stop = {"now": False}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop["now"] = True
+
+    old = signal.signal(signal.SIGINT, on_signal)
+    old_term = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        _print_inventory(the_lab.agents(), out_dir)
+        duration = the_lab.scenario.duration_s
+        last = -float("inf")
+        while not stop["now"] and not the_lab.finished:
+            now = the_lab.sim_time()
+            if now - last >= 10.0:
+                click.echo(f"t={now:7.1f}s / {duration:g}s", err=True)
+                last = now
+            time.sleep(0.2)
+        click.echo("scenario finished" if the_lab.finished else "stopped", err=True)
+    except RocewatchError as exc:
+        raise _fail(exc) from exc
+    finally:
+        signal.signal(signal.SIGINT, old)
+        signal.signal(signal.SIGTERM, old_term)
+        the_lab.stop()
+
+
+def _print_inventory(doc: dict[str, Any], out_dir: Path) -> None:
+    click.echo(f"scenario {doc['scenario']}: {len(doc['switches'])} switches, "
+               f"speed x{doc['speed']:g}, epoch_ns {doc['epoch_ns']}")
+    click.echo(f"TE controller  {doc['te_controller']}")
+    for sw in doc["switches"]:
+        if sw["gnmi"]:
+            g = sw["gnmi"]
+            tls = " tls" if g["tls"] else ""
+            click.echo(f"{sw['name']:<10} gnmi  {g['address']:<22} {g['profile']}{tls}")
+        else:
+            s = sw["snmp"]
+            click.echo(f"{sw['name']:<10} snmp  {s['address']:<22} v{s['version']}")
+    click.echo(f"inventory      {out_dir / 'agents.json'}")
+    sys.stdout.flush()
+
+
+@lab.command()
+@click.argument("scenario", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def topology(scenario: Path) -> None:
+    """Print SCENARIO's topology as JSON."""
+    from lab.scenario import load_scenario
+
+    try:
+        topo = load_scenario(scenario).topology()
+    except RocewatchError as exc:
+        raise _fail(exc) from exc
+    click.echo(json.dumps(topo.to_json(), indent=2))

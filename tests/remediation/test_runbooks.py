@@ -1,0 +1,37 @@
+"""Every alert kind has a runbook for people, with the three sections a runbook needs."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.model import Alert
+from remediation.alertview import alert_annotations
+from remediation.runbooks import DIR, kinds
+
+#: the scenario format's incident kinds (shared/scenarios/README.md) and remediation's own
+KINDS = ("pfc_storm", "incast", "slow_receiver", "faulty_link", "link_flap", "link_down",
+         "ecmp_imbalance", "buffer_misconfig", "pfc_deadlock", "no_data", "remediation_halted")
+
+
+def detector_kinds() -> tuple[str, ...]:
+    try:
+        from detectors.kinds import INCIDENT_KINDS
+    except ImportError:
+        return ()
+    return tuple(INCIDENT_KINDS)
+
+
+@pytest.mark.parametrize("kind", sorted({*KINDS, *detector_kinds()}))
+def test_every_kind_has_a_runbook(kind: str) -> None:
+    assert kind in kinds(), f"remediation/runbooks/{kind}.md is missing"
+    text = (DIR / f"{kind}.md").read_text()
+    assert text.startswith(f"# {kind} — ")
+    for section in ("**What it means.**", "**What the automation does", "**What a human does.**"):
+        assert section in text, f"{kind}.md lacks {section}"
+
+
+def test_alerts_link_their_runbook_and_symptoms_do_not() -> None:
+    incident = Alert(name="faulty_link", entity="leaf1~spine1", starts_at_ns=1, updated_at_ns=1)
+    symptom = incident.model_copy(update={"name": "fcs_errors", "root_cause": False})
+    assert alert_annotations(incident)["runbook"] == "remediation/runbooks/faulty_link.md"
+    assert "runbook" not in alert_annotations(symptom)
