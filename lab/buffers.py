@@ -32,7 +32,8 @@ class BufferProfile:
     ecn_capable: tuple[int, ...] = (3,)
 
     def frame_bytes(self, prio: int) -> float:
-        return self.roce_frame_bytes if prio in self.lossless else self.lossy_frame_bytes
+        """RoCE (the ECN-capable class) uses 4 KB MTU frames; everything else 1500 B."""
+        return self.roce_frame_bytes if prio in self.ecn_capable else self.lossy_frame_bytes
 
     @staticmethod
     def pause_refresh_s(bps: float) -> float:

@@ -131,7 +131,9 @@ class FaultSchedule:
                 fx.symbols_per_pkt[c] += _SYMBOLS_PER_ERROR * r
         elif f.kind == "link_flap":
             period, dn = float(p["period_s"]), float(p["down_s"])
-            if (t - f.at_s) % period < dn:
+            # floor with a little slack: at an edge the state *after* the edge applies
+            k = math.floor((t - f.at_s) / period + 1e-9)
+            if t - f.at_s - k * period < dn - 1e-9:
                 down.add(self._link(f.target))
         elif f.kind == "link_down":
             down.add(self._link(f.target))

@@ -58,6 +58,7 @@ class Harvest:
     pgsum: F64        # integral of the PG the channel feeds, byte-seconds
     queue: F64        # egress queue now
     xoff: F64         # current PG thresholds
+    band: F64         # their XON hysteresis
 
 
 class Physics:
@@ -92,6 +93,7 @@ class Physics:
         xoff[wiring.tier == TIER_LEAF_DOWN] = buffers.nic_xoff_bytes
         self.xoff_base: F64 = xoff
         self._xoff: F64 = self._compact(xoff)
+        self._band: F64 = self._hysteresis(self._xoff)
         # link state and fault-imposed conditions (see set_conditions)
         self.channel_up = np.ones(n_ports, dtype=bool)
         self._up_flat = np.ones(n_ports * na)
@@ -129,6 +131,10 @@ class Physics:
 
     # ------------------------------------------------------------------ configuration
 
+    def _hysteresis(self, xoff: F64) -> F64:
+        """XON sits a fixed band below XOFF, but never below half of a (tiny) XOFF."""
+        return np.minimum(self.buf.xon_band_bytes, 0.5 * xoff)
+
     def _compact(self, per8: F64) -> F64:
         return np.ascontiguousarray(per8[:, self.prios]).ravel()
 
@@ -149,6 +155,7 @@ class Physics:
         self._rx_drain = self._compact(rx_drain)
         self._stuck = self._compact(stuck)
         self._xoff = self._compact(self.xoff_base * xoff_scale[:, None])
+        self._band = self._hysteresis(self._xoff)
 
     def set_transfer(self, nbytes: F64) -> None:
         """Finite transfers: each entry sends ``nbytes`` then stops (completion experiments)."""
@@ -211,7 +218,7 @@ class Physics:
         h = Harvest(self.acc_time, self.acc_tx, self.acc_lost, self.acc_flushed,
                     self.acc_dropped, self.acc_nic_drop, self.acc_pause_s, self.acc_frames,
                     self.acc_qsum, self.acc_qmax, self.acc_pgsum, self.queue.copy(),
-                    self._xoff.copy())
+                    self._xoff.copy(), self._band.copy())
         self.reset_accumulators()
         return h
 
@@ -386,7 +393,7 @@ class Physics:
         allowed = drained + np.maximum(xoff - pg_end, 0.0)
         self.phi = np.maximum(1.0 - allowed * inv, 0.0) * busy
         self.pg = pg_end
-        asserting = (pg_end >= xoff - self.buf.xon_band_bytes) * self._lossless_f
+        asserting = (pg_end >= xoff - self._band) * self._lossless_f
         # asserting with nothing upstream to pause still means XOFF all along
         eff = asserting * np.where(busy > 0, np.maximum(1.0 - inflow * inv, 0.0), 1.0)
         eff = np.maximum(eff, self._forced)
@@ -397,8 +404,7 @@ class Physics:
         rate_u = potential / dt
         rate_d = np.minimum(inflow / dt, rate_u)
         partial = (eff > 0.0) & (eff < 0.999)
-        cycles = partial * rate_d * (rate_u - rate_d) / (self.buf.xon_band_bytes
-                                                         * np.maximum(rate_u, 1.0))
+        cycles = partial * rate_d * (rate_u - rate_d) / (self._band * np.maximum(rate_u, 1.0))
         self.acc_frames += 2.0 * cycles * dt + eff * dt / self._refresh_flat
         self.acc_pause_s += eff * dt
 
@@ -423,8 +429,8 @@ class Physics:
         """Per (channel, active prio): the load on whatever drains the PG that channel feeds.
 
         A switch PG drains into the egress ports its traffic continues on (offered-weighted mean
-        of their utilisation); a NIC's buffer drains at its receive rate, so it only builds up
-        when the NIC drains slower than the link delivers."""
+        of their utilisation). A NIC drains at line rate, so bursts never build its buffer up; a
+        slow receiver's stalls are modelled as its pause duty instead (0 here)."""
         n = self.n_ports * self.n_act
         num = np.zeros(n)
         den = np.zeros(n)
@@ -440,11 +446,7 @@ class Physics:
             num += _bincount(self._k[up], wgt * util[nxt], n)
             den += _bincount(self._k[up], wgt, n)
         out = np.divide(num, den, out=np.zeros(n), where=den > 0)
-        nic = np.repeat(self.w.tier == TIER_LEAF_DOWN, self.n_act)
-        slow = nic & (self._rx_drain < 1.0)
-        out[nic] = 0.0
-        util_flat = np.repeat(util, self.n_act)
-        out[slow] = util_flat[slow] / np.maximum(self._rx_drain[slow], 1e-3)
+        out[np.repeat(self.w.tier == TIER_LEAF_DOWN, self.n_act)] = 0.0
         return out
 
     def queued_bytes(self) -> float:

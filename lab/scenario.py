@@ -88,7 +88,8 @@ class FaultSpec:
         return self.until_s if self.until_s is not None else duration_s
 
     def active(self, t: float, duration_s: float) -> bool:
-        return self.at_s <= t < self.end_s(duration_s)
+        # a little slack: simulated time is a multiple of a float step
+        return self.at_s - 1e-9 <= t < self.end_s(duration_s) - 1e-9
 
 
 @dataclass(frozen=True)

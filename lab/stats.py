@@ -131,10 +131,10 @@ class StatsTicker:
         rho_pg = np.minimum(np.maximum(ph.pg_load(util), 0.0), _MAX_RHO)
         lam_pg = (1.0 - rho_pg) / b
         # only below the fluid XOFF regime: there the fluid pause already accounts for it
-        calm = active & self._lossless & (pg_mean < h.xoff - self.buf.xon_band_bytes)
+        calm = active & self._lossless & (pg_mean < h.xoff - h.band)
         burst_frac = np.where(calm, rho_pg * np.exp(-lam_pg * room), 0.0) * (1.0 - fluid_frac)
         excursion_s = np.maximum(b / np.maximum((1.0 - rho_pg) * self._cap_flat, 1.0),
-                                 self.buf.xon_band_bytes / self._cap_flat)
+                                 h.band / self._cap_flat)
         burst_frames = burst_frac * span * (2.0 / excursion_s + 1.0 / self._refresh)
         frames = (h.frames + burst_frames).reshape(shape)
         pause_us = ((h.pause_s + burst_frac * span) * 1e6).reshape(shape)

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -216,6 +217,11 @@ def fingerprint(labels: dict[str, str]) -> str:
     return f"{h:016x}"
 
 
+@lru_cache(maxsize=65536)
+def _cached_fingerprint(items: tuple[tuple[str, str], ...]) -> str:
+    return fingerprint(dict(items))
+
+
 class Alert(BaseModel):
     """A symptom on a port or link, or a root-cause incident on an entity.
 
@@ -247,7 +253,7 @@ class Alert(BaseModel):
 
     @property
     def fingerprint(self) -> str:
-        return fingerprint(self.identity)
+        return _cached_fingerprint(tuple(sorted(self.identity.items())))
 
     @property
     def firing(self) -> bool:

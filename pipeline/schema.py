@@ -25,7 +25,7 @@ the row's identity (the device for samples) so duplicates always meet on the sam
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 LogicalType = Literal["time", "id", "string", "json", "strings", "int16", "uint8", "int64",
@@ -130,14 +130,16 @@ ROLLUP_AGGREGATES: tuple[Aggregate, ...] = (
 
 @dataclass(frozen=True)
 class Rollup:
-    """Samples aggregated per series into fixed buckets by a materialised view."""
+    """Samples aggregated per series into fixed buckets by a materialised view: from the raw
+    samples (``parent`` None), or from a finer rollup's blocks (``-MergeState``), which costs the
+    server a fraction of a second view over the raw rows (measured: docs/benchmarks.md)."""
 
     name: str
     bucket_s: int
     #: partition granularity: ``day`` (toYYYYMMDD) or ``month`` (toYYYYMM)
     partition: Literal["day", "month"]
     aggregates: tuple[Aggregate, ...] = ROLLUP_AGGREGATES
-    source: Table = field(default=SAMPLES)
+    parent: Rollup | None = None
 
     @property
     def view(self) -> str:
@@ -147,9 +149,13 @@ class Rollup:
     def bucket_ns(self) -> int:
         return self.bucket_s * 1_000_000_000
 
+    def source(self, dialect: Dialect) -> str:
+        """The table the view reads its blocks from on an engine."""
+        return self.parent.name if self.parent and dialect.cascading_views else SAMPLES.name
+
 
 ROLLUP_1M = Rollup("samples_1m", 60, "day")
-ROLLUP_1H = Rollup("samples_1h", 3600, "month")
+ROLLUP_1H = Rollup("samples_1h", 3600, "month", parent=ROLLUP_1M)
 ROLLUPS: tuple[Rollup, ...] = (ROLLUP_1M, ROLLUP_1H)
 
 
@@ -163,6 +169,12 @@ class Dialect:
     #: the engine deduplicates a repeated identical insert block on plain MergeTree tables
     #: (``non_replicated_deduplication_window``, ClickHouse >= 21.1; chDB)
     block_dedup: bool = False
+
+    @property
+    def cascading_views(self) -> bool:
+        """A view's insert into its TO table reaches that table's own views. 18.16 does not do
+        this, so there every rollup reads the raw samples."""
+        return self.name == "modern"
 
     @property
     def ttl(self) -> bool:
@@ -248,8 +260,7 @@ class Dialect:
                       cluster: str = "", replicated: bool | None = None) -> str:
         """The AggregatingMergeTree a rollup's materialised view writes into."""
         replicated = bool(cluster) if replicated is None else replicated
-        src = rollup.source
-        keys = [part for k in SERIES_KEY for part in self.column_ddl(src.column(k))]
+        keys = [part for k in SERIES_KEY for part in self.column_ddl(SAMPLES.column(k))]
         bucket = self.column_ddl(Column("bucket", "time"), partition_time=True)
         bucket[0] = bucket[0].replace(" CODEC(DoubleDelta, ZSTD(1))", "")
         aggs = [f"{a.name} AggregateFunction({a.function}, {', '.join(a.arg_types)})"
@@ -267,17 +278,24 @@ class Dialect:
 
     def create_rollup_view(self, database: str, rollup: Rollup, cluster: str = "",
                            replicated: bool | None = None) -> str:
-        """The materialised view that folds every insert into ``samples`` into the rollup."""
+        """The materialised view that folds every block inserted into the rollup's source
+        (``samples``, or the finer rollup) into the rollup."""
         replicated = bool(cluster) if replicated is None else replicated
         suffix = "_local" if cluster else ""
         on_cluster = f" ON CLUSTER {cluster}" if cluster and replicated else ""
-        ts = self.time_ns("ts")
+        parent = rollup.parent if self.cascading_views else None
+        if parent is None:
+            ts = self.time_ns("ts")
 
-        def arg(name: str) -> str:
-            return ts if name == "ts" else name
+            def arg(name: str) -> str:
+                return ts if name == "ts" else name
 
-        states = [f"{a.function}State({', '.join(arg(x) for x in a.args)}) AS {a.name}"
-                  for a in rollup.aggregates]
+            states = [f"{a.function}State({', '.join(arg(x) for x in a.args)}) AS {a.name}"
+                      for a in rollup.aggregates]
+        else:
+            ts = self.time_ns("bucket")
+            states = [f"{a.function}MergeState({a.name}) AS {a.name}"
+                      for a in rollup.aggregates]
         bucket_ns = f"intDiv({ts}, {rollup.bucket_ns}) * {rollup.bucket_ns}"
         bucket = (f"fromUnixTimestamp64Nano({bucket_ns}, 'UTC') AS bucket"
                   if self.name == "modern" else
@@ -288,7 +306,8 @@ class Dialect:
         return (f"CREATE MATERIALIZED VIEW IF NOT EXISTS {database}.{rollup.view}{suffix}"
                 f"{on_cluster} TO {database}.{rollup.name}{suffix} AS\n"
                 f"SELECT {bucket}, {keys},\n  " + ",\n  ".join(states) +
-                f"\nFROM {database}.{rollup.source.name}{suffix}\nGROUP BY {group}")
+                f"\nFROM {database}.{parent.name if parent else SAMPLES.name}{suffix}"
+                f"\nGROUP BY {group}")
 
     def schema(self, database: str, retention_days: int, rollup_retention_days: dict[str, int],
                cluster: str = "", replicated: bool | None = None) -> list[str]:

@@ -97,8 +97,8 @@ class Alerting:
     def stats(self) -> dict[str, Any]:
         with self._lock:
             d = self.dispatcher
-            return {"alerts": len(d.alerts), "groups": len(d.groups),
-                    "received": d.stats.received, "stale": d.stats.stale,
+            return {"alerts_held": len(d.alerts), "groups": len(d.groups),
+                    "alerts_received": d.stats.received, "stale": d.stats.stale,
                     "notifications": d.stats.notifications,
                     "silences": len(self.silences.all())}
 

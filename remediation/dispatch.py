@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from pipeline.model import Alert
 from remediation.alertview import match_labels
-from remediation.inhibition import Inhibitor
+from remediation.inhibition import Inhibition, Inhibitor
 from remediation.notification import Notification, Reason
 from remediation.routing import Route
 from remediation.silences import Silences
@@ -74,6 +74,8 @@ class Dispatcher:
         self.receivers = dict(receivers)
         self.alerts: dict[str, Alert] = {}
         self.groups: dict[str, _Group] = {}
+        #: fingerprint → keys of the groups holding it
+        self._member: dict[str, set[str]] = {}
         self.stats = DispatchStats()
 
     # -- input ---------------------------------------------------------------------------------
@@ -93,18 +95,18 @@ class Dispatcher:
             return  # resolved before we ever saw it fire: nobody was told, nobody needs to be
         self.alerts[fp] = alert
         labels = match_labels(alert)
+        member = self._member.setdefault(fp, set())
         for route in self.root.match(labels):
             gkey = route.group_key(labels)
             group = self.groups.get(gkey)
             if group is None:
                 group = self._new_group(route, gkey, labels, now_ns)
                 self.groups[gkey] = group
-            group.alerts[fp] = alert
+            member.add(gkey)
             if alert.starts_at_ns + int(route.group_wait_s * NS) <= now_ns:
                 group.next_flush_ns = min(group.next_flush_ns, now_ns)
-        for group in self.groups.values():  # an alert stays in groups its severity left
-            if fp in group.alerts:
-                group.alerts[fp] = alert
+        for gkey in member:  # an alert stays in groups its severity took it out of
+            self.groups[gkey].alerts[fp] = alert
 
     def _new_group(self, route: Route, gkey: str, labels: Mapping[str, str],
                    now_ns: int) -> _Group:
@@ -125,16 +127,19 @@ class Dispatcher:
     def flush_due(self, now_ns: int) -> list[Notification]:
         """Flush every group whose time has come; the notifications to deliver."""
         out: list[Notification] = []
-        for gkey in [k for k, g in self.groups.items() if g.next_flush_ns <= now_ns]:
-            out.extend(self._flush(self.groups[gkey], now_ns))
+        due = [k for k, g in self.groups.items() if g.next_flush_ns <= now_ns]
+        if not due:
+            return out
+        inhibition = self.inhibitor.snapshot(self.firing(now_ns))
+        for gkey in due:
+            out.extend(self._flush(self.groups[gkey], now_ns, inhibition))
         return out
 
-    def _flush(self, group: _Group, now_ns: int) -> list[Notification]:
-        firing_now = self.firing(now_ns)
+    def _flush(self, group: _Group, now_ns: int, inhibition: Inhibition) -> list[Notification]:
         firing: dict[str, Alert] = {}
         resolved: dict[str, Alert] = {}
         for fp, alert in group.alerts.items():
-            if self._muted(alert, firing_now, now_ns):
+            if self._muted(fp, alert, inhibition, now_ns):
                 continue
             (firing if self._firing(alert, now_ns) else resolved)[fp] = alert
         out: list[Notification] = []
@@ -146,16 +151,19 @@ class Dispatcher:
             if reason is None:
                 continue
             group.log[receiver] = _LogEntry(frozenset(firing), frozenset(resolved), now_ns)
-            alerts = [*firing.values(), *(resolved.values() if caps.send_resolved else ())]
-            if not alerts:
+            chosen = {**firing, **(resolved if caps.send_resolved else {})}
+            if not chosen:
                 continue  # everything resolved, but this receiver does not take resolved notices
             out.append(Notification(receiver, group.key, dict(group.labels),
-                                    tuple(sorted(alerts, key=lambda a: a.fingerprint)), now_ns,
+                                    tuple(chosen[fp] for fp in sorted(chosen)), now_ns,
                                     reason, {"route": group.route.key}))
         self.stats.notifications += len(out)
         for fp in [fp for fp, a in group.alerts.items() if not self._firing(a, now_ns)]:
             del group.alerts[fp]
-            if not any(fp in g.alerts for g in self.groups.values()):
+            member = self._member.get(fp, set())
+            member.discard(group.key)
+            if not member:
+                self._member.pop(fp, None)
                 self.alerts.pop(fp, None)
         if group.alerts:
             group.next_flush_ns = now_ns + group.interval_ns
@@ -193,11 +201,11 @@ class Dispatcher:
     def firing(self, now_ns: int) -> dict[str, Alert]:
         return {fp: a for fp, a in self.alerts.items() if self._firing(a, now_ns)}
 
-    def _muted(self, alert: Alert, firing_now: Mapping[str, Alert], now_ns: int) -> bool:
+    def _muted(self, fp: str, alert: Alert, inhibition: Inhibition, now_ns: int) -> bool:
         if self.silences.mutes(match_labels(alert), now_ns):
             self.stats.muted_silenced += 1
             return True
-        if self._firing(alert, now_ns) and self.inhibitor.inhibited_by(alert, firing_now):
+        if self._firing(alert, now_ns) and inhibition.inhibited_by(alert, fp):
             self.stats.muted_inhibited += 1
             return True
         return False

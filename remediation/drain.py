@@ -70,6 +70,8 @@ class Drainer:
     def on_alerts(self, alerts: Iterable[Alert], now_ns: int) -> None:
         for alert in alerts:
             fp = alert.fingerprint
+            if alert.name == HALT_ALERT:
+                continue  # our own page, back from the alerts topic
             if alert.root_cause and alert.firing:
                 self.incidents[fp] = alert
             else:

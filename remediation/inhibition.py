@@ -35,25 +35,43 @@ class Inhibitor:
     def __init__(self, rules: Iterable[InhibitRule] = ()) -> None:
         self.rules = tuple(Rule.from_settings(r) for r in rules)
 
-    def inhibited_by(self, alert: Alert, firing: Mapping[str, Alert]) -> str | None:
-        """The fingerprint of the firing alert that mutes ``alert``, or None.
+    def snapshot(self, firing: Mapping[str, Alert]) -> Inhibition:
+        """What inhibits what while ``firing`` (fingerprint → alert) fires."""
+        return Inhibition(self.rules, firing)
 
-        ``firing`` maps fingerprint → alert for every alert firing now.
-        """
-        fp = alert.fingerprint
-        if alert.inhibited_by and alert.inhibited_by != fp and alert.inhibited_by in firing:
+    def inhibited_by(self, alert: Alert, firing: Mapping[str, Alert]) -> str | None:
+        return self.snapshot(firing).inhibited_by(alert)
+
+
+class Inhibition:
+    """The firing alerts indexed once per flush: per rule, the values of its ``equal`` labels
+    → the sources that fire with them, so each check is a lookup, not a scan."""
+
+    def __init__(self, rules: tuple[Rule, ...], firing: Mapping[str, Alert]) -> None:
+        self.rules = rules
+        self.firing = firing
+        self._index: list[dict[tuple[str, ...], list[str]]] = []
+        for rule in rules:
+            index: dict[tuple[str, ...], list[str]] = {}
+            for fp, source in firing.items():
+                labels = match_labels(source)
+                if match_all(rule.source, labels):
+                    index.setdefault(tuple(labels.get(k, "") for k in rule.equal), []).append(fp)
+            self._index.append(index)
+
+    def inhibited_by(self, alert: Alert, fp: str = "") -> str | None:
+        """The fingerprint of the firing alert that mutes ``alert`` (whose fingerprint ``fp``
+        the caller may know already), or None."""
+        fp = fp or alert.fingerprint
+        if alert.inhibited_by and alert.inhibited_by != fp and alert.inhibited_by in self.firing:
             return alert.inhibited_by
         if not self.rules:
             return None
         labels = match_labels(alert)
-        for rule in self.rules:
+        for rule, index in zip(self.rules, self._index, strict=True):
             if not match_all(rule.target, labels):
                 continue
-            for src_fp, source in firing.items():
-                if src_fp == fp:
-                    continue
-                src_labels = match_labels(source)
-                if match_all(rule.source, src_labels) and all(
-                        src_labels.get(k, "") == labels.get(k, "") for k in rule.equal):
-                    return src_fp
+            for src in index.get(tuple(labels.get(k, "") for k in rule.equal), ()):
+                if src != fp:
+                    return src
         return None

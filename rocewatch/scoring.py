@@ -14,7 +14,10 @@ The rules (``shared/scenarios/README.md``, made precise here):
   matched / truth entries (1.0 when there is no truth and no alert; a control run's precision is
   0.0 as soon as it raises anything);
 * **time to detect** = first matching alert's ``first_s`` − the fault's ``start_s``, per truth
-  entry; per kind, the slowest of the run;
+  entry; per kind, the slowest of the run. A link flap can only be told from a link down once the
+  link comes back; the platform raises ``link_down`` first and re-publishes it as a symptom of the
+  flap (``root_cause: false``) when it does. For a flap, that superseded ``link_down`` on the same
+  link counts as its first detection: on-call was told which link from then on;
 * **entity accuracy** = of the faults for which an alert of the right kind was raised while they
   were on, the share where one of those alerts named the right entity.
 """
@@ -28,6 +31,8 @@ from typing import Any
 from detectors.kinds import FAULT_TO_INCIDENT, PFC_DEADLOCK
 
 GRACE_INTERVALS = 3.0
+#: an incident kind the platform may raise first and re-classify later → the kind it becomes
+SUPERSEDED_BY = {"link_down": "link_flap"}
 
 
 @dataclass
@@ -78,7 +83,9 @@ def _during(alert: Mapping[str, Any], truth: Mapping[str, Any], interval: float,
 def score(report: Mapping[str, Any], grace_intervals: float = GRACE_INTERVALS) -> Score:
     interval = float(report.get("sample_interval_s") or 1.0)
     truths: Sequence[Mapping[str, Any]] = report.get("truth", [])
-    roots = [a for a in report.get("alerts", []) if a.get("root_cause")]
+    alerts = report.get("alerts", [])
+    roots = [a for a in alerts if a.get("root_cause")]
+    superseded = [a for a in alerts if not a.get("root_cause") and a.get("kind") in SUPERSEDED_BY]
     matched: set[int] = set()
     results: list[TruthResult] = []
     for truth in truths:
@@ -87,15 +94,17 @@ def score(report: Mapping[str, Any], grace_intervals: float = GRACE_INTERVALS) -
                      if a.get("kind") == want and _during(a, truth, interval, grace_intervals)]
         hits = [i for i in same_kind if names_target(roots[i], str(truth["target"]))]
         matched.update(hits)
-        ttd = min((float(roots[i]["first_s"]) - float(truth["start_s"]) for i in hits),
-                  default=None)
+        firsts = [float(roots[i]["first_s"]) for i in hits]
+        if hits:
+            firsts += [float(a["first_s"]) for a in superseded
+                       if SUPERSEDED_BY[a["kind"]] == want
+                       and names_target(a, str(truth["target"]))
+                       and _during(a, truth, interval, grace_intervals)]
+        ttd = min((f - float(truth["start_s"]) for f in firsts), default=None)
         results.append(TruthResult(str(truth["kind"]), str(truth["target"]),
                                    float(truth["start_s"]), bool(hits),
                                    None if ttd is None else max(0.0, ttd), bool(same_kind)))
-    if roots:
-        precision = len(matched) / len(roots)
-    else:
-        precision = 1.0
+    precision = len(matched) / len(roots) if roots else 1.0
     recall = sum(r.detected for r in results) / len(results) if results else 1.0
     ttd: dict[str, float] = {}
     for r in results:

@@ -13,6 +13,8 @@ from ui.client import ApiClient
 from ui.views import SeriesResult, SeriesSet, TopologyView
 
 RANGES = ("5m", "15m", "1h", "6h", "24h", "7d")
+#: steps that keep the long ranges within the API's point budget (and let it read rollups)
+STEPS = {"1h": "15s", "6h": "2m", "24h": "5m", "7d": "1h"}
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,6 @@ class Panel:
     unit: str
     metrics: tuple[str, ...]
     scale: float = 1.0
-    agg: str | None = None
 
 
 PANELS: tuple[Panel, ...] = (
@@ -32,7 +33,7 @@ PANELS: tuple[Panel, ...] = (
     Panel("ECN-marked packets (per queue)", "packets/s", ("queue_ecn_marked_pkts",)),
     Panel("Throughput", "Gbit/s", ("if_in_octets", "if_out_octets"), 8e-9),
     Panel("Queue depth (max per step)", "bytes", ("queue_occupancy_bytes",
-                                                   "queue_watermark_bytes"), agg="max"),
+                                                   "queue_watermark_bytes")),
 )
 _SHORT = {"pfc_rx_frames": "rx", "pfc_tx_frames": "tx", "pfc_rx_pause_us": "rx paused",
           "pfc_tx_pause_us": "tx pausing", "if_in_octets": "in", "if_out_octets": "out",
@@ -87,15 +88,14 @@ def chart(data: pd.DataFrame, panel: Panel) -> alt.Chart:
 
 def drill_down(client: ApiClient, topo: TopologyView, device: str, port: str,
                span: str) -> SeriesSet | None:
-    metrics = [m for p in PANELS if p.agg is None for m in p.metrics]
-    gauges = [m for p in PANELS if p.agg is not None for m in p.metrics]
-    counters = client.series(device, port, metrics, start=f"now-{span}")
-    depth = client.series(device, port, gauges, start=f"now-{span}", agg="max")
-    results = counters.results + depth.results
+    # one request: counters come back as rates, the queue-depth gauges as their max per step
+    answer = client.series(device, port, [m for p in PANELS for m in p.metrics],
+                           start=f"now-{span}", step=STEPS.get(span), agg="max")
+    results = answer.results
     points = sum(1 for r in results for s in r.series for _, v in s.points if v is not None)
     label = port_choices(topo, device).get(port, port)
     st.caption(f"{device}:{label} — last {span} of fabric time, step "
-               f"{counters.results[0].step_ns / 1e9:g}s, from {counters.results[0].source}")
+               f"{results[0].step_ns / 1e9:g}s, from {results[0].source}")
     if points == 0:
         st.warning(f"No data for {device}:{port} in the last {span}: the switch may not report "
                    f"this port, or telemetry stopped.")
@@ -108,4 +108,4 @@ def drill_down(client: ApiClient, topo: TopologyView, device: str, port: str,
                 st.altair_chart(chart(data, panel), width="stretch", height=260)
             else:
                 st.caption(f"{panel.title}: not reported by this port")
-    return counters
+    return answer

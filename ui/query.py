@@ -109,13 +109,11 @@ class Query:
         for metric in catalog:
             q = p.check_qual(qual, metric)
             series_count += 8 if metric.qualifier is not None and q is None else 1
-            if p.is_counter(metric):
-                if agg not in (None, "", "rate"):
-                    raise QueryError(f"agg: {metric.name} is a counter, served as a per-second "
-                                     f"rate; drop agg or use agg=rate")
-                counters.append(metric)
-            else:
-                gauges.append(metric)
+            (counters if p.is_counter(metric) else gauges).append(metric)
+        # agg is for gauges; counters are always per-second rates
+        if not gauges and agg not in (None, "", "rate"):
+            raise QueryError(f"agg: {counters[0].name} is a counter, served as a per-second "
+                             f"rate; drop agg or use agg=rate")
         how = p.check_choice(agg or "mean", tuple(GAUGE_AGGS), "agg") if gauges else "rate"
         p.check_points(buckets, series_count, step_ns, self.limits)
         rollup = pick_rollup(how_source, rng.span_ns, step_ns, rng.start_ns, clock.now_ns,

@@ -90,14 +90,14 @@ def assert_exactly_once(store: Store, batches: list[SampleBatch]) -> None:
 def deployment(tmp_path: Path, kafka_address: str, clickhouse_store: Store,
                unique_name: Any) -> dict[str, Any]:
     """A config for separate role processes: Kafka bus, the test ClickHouse database."""
-    host, port = clickhouse_store.settings.clickhouse.host, clickhouse_store.settings.clickhouse.port
+    ch = clickhouse_store.settings.clickhouse
     config = {
         "bus": {"kind": "kafka", "topic_prefix": unique_name("rw") + ".",
                 "kafka": {"bootstrap": kafka_address, "partitions": 4, "linger_ms": 5,
                           "group_prefix": unique_name("g") + "-", "session_timeout_ms": 6000,
                           "heartbeat_interval_ms": 500, "bootstrap_timeout_ms": 20_000}},
         "store": {"kind": "clickhouse", "database": clickhouse_store.database,
-                  "clickhouse": {"host": host, "port": port}},
+                  "clickhouse": {"host": ch.host, "port": ch.port}},
     }
     path = tmp_path / "rocewatch.yaml"
     path.write_text(yaml.safe_dump(config))

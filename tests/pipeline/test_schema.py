@@ -106,6 +106,9 @@ def test_rollups_keep_only_duplicate_insensitive_aggregates() -> None:
     for rollup in ROLLUPS:
         for dialect in (MODERN, LEGACY):
             view = dialect.create_rollup_view("db", rollup)
+            cascades = rollup.parent is not None and dialect.cascading_views
+            combinator = "MergeState" if cascades else "State"
             for agg in rollup.aggregates:
-                assert re.search(rf"{agg.function}State\(.*\) AS {agg.name}\b", view)
+                assert re.search(rf"{agg.function}{combinator}\(.*\) AS {agg.name}\b", view)
             assert f"* {rollup.bucket_ns}" in view
+            assert f"FROM db.{rollup.source(dialect)}\n" in view

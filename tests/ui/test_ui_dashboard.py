@@ -104,3 +104,14 @@ def test_an_empty_store_says_no_telemetry(monkeypatch: pytest.MonkeyPatch,
     page = html_of(at)
     assert 'data-level="nodata"' in page and "No telemetry yet" in page
     assert 'data-level="critical"' not in page
+
+
+def test_every_drill_down_range_fits_the_api(monkeypatch: pytest.MonkeyPatch,
+                                             live_api: Running) -> None:
+    at = run_dashboard(monkeypatch, live_api.url)
+    for span in ("5m", "1h", "6h", "24h", "7d"):
+        at.button_group(key="dd_span").set_value(span).run()
+        assert not at.exception
+        refused = [w.value for w in at.warning] + [e.value for e in at.error]
+        assert refused == [], (span, refused)
+        assert any(f"last {span} of fabric time" in c.value for c in at.caption), span

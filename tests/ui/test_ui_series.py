@@ -177,3 +177,25 @@ def test_refused_requests(chdb_store: Any, kwargs: dict[str, Any], message: str)
     with pytest.raises(QueryError, match=message):
         Query(chdb_store).series(args.pop("device"), args.pop("port"), args.pop("metrics"),
                                  **args)
+
+
+def test_counters_and_gauges_in_one_request(store: Any, t0: int) -> None:
+    ts = t0 + np.arange(0, 120) * NS
+    store.insert_samples(batch([
+        counter_rows(ts, np.arange(120) * 7.0),
+        counter_rows(ts, np.arange(120) * 3.0, metric="pfc_tx_frames", qual=3),
+        ("leaf1", "Ethernet1", "queue_occupancy_bytes", 3, ts, np.arange(120) % 60 * 1.0, 0),
+    ]))
+    q = Query(store)
+    for source in ("raw", "1m"):
+        got = q.series("leaf1", "Ethernet1", ["queue_occupancy_bytes", "if_in_octets",
+                                              "pfc_tx_frames", "if_in_fcs_errors"],
+                       start=t0 + 60 * NS, end=t0 + 119 * NS, step="60s", agg="max",
+                       source=source)
+        by = {r.metric: r for r in got.results}
+        assert [r.metric for r in got.results] == ["queue_occupancy_bytes", "if_in_octets",
+                                                   "pfc_tx_frames", "if_in_fcs_errors"]
+        assert values(by["if_in_octets"]) == [7.0]
+        assert values(by["pfc_tx_frames"], qual=3) == [3.0]
+        assert values(by["queue_occupancy_bytes"], qual=3) == [59.0]
+        assert by["if_in_fcs_errors"].series == []  # not reported: no series at all
