@@ -2,24 +2,31 @@
 
 A lossless priority group sends XOFF when the bytes it holds cross its threshold. Sized for the
 link's bandwidth-delay product plus burst absorption (hundreds of KB at 400G), that threshold is
-out of reach of micro-bursts until the egress the traffic continues on is close to saturation, and
-ECN (marking from ``Kmin``, set below XOFF) acts first (DCQCN, Zhu et al. SIGCOMM'15). A threshold
-set far too low lets ordinary bursts cross it: the switch pauses at moderate load, with no
-congestion downstream to explain it (anchors §6 #9, "PFC fires before ECN").
+out of reach of micro-bursts until the traffic's egress nears saturation, and ECN (marking from
+``Kmin``, set below XOFF) acts first (DCQCN, Zhu et al. SIGCOMM'15). A threshold set far too low
+lets ordinary bursts cross it: the switch pauses at moderate load, without the standing queues
+that real congestion leaves (anchors §6 #9: "PFC fires before ECN"; "config diff across switches
+of one role").
 
-The rule, per switch and sample:
+Switches of one role (spines, leaves) run the same configuration and, under ECMP, similar loads,
+so they pause alike; the one that was configured differently stands out against its peers. Per
+switch and sample:
 
-* **pausing**: the switch paused a neighbour for at least ``min_share`` of the time on some port
-  (``min_share_frames`` where only frame counts exist);
-* **no reason**: none of its egress ports is paused by a downstream device (it is not passing on
-  somebody else's congestion), none runs above ``max_util`` of line rate or holds a standing queue
-  (ECN marking ``min_ecn`` of its packets: no real overload), and the ports it pauses receive less
-  than ``max_util`` (the senders are not overloading it either);
-* **bad** = pausing and no reason; **good** = not pausing; a congested switch is left undecided;
+* **pausing**: it paused a neighbour for at least ``min_share`` of the time on some port (the
+  frame-count bound where there is no pause timer: its peers are measured the same way);
+* **unlike its peers**: that is at least ``peer_factor`` times the median of the same measure over
+  the other switches of its role, while its busiest egress runs no hotter than theirs (within
+  ``load_margin``);
+* **no reason**: none of its egress ports is paused by its downstream neighbour (it is not passing
+  on somebody else's congestion), none holds a standing queue (ECN on ``min_ecn`` of its packets)
+  or runs saturated (``max_util``);
+* **bad** = all three; **good** = not pausing, or pausing like its peers;
 * fires after ``fire_after`` (3) samples, clears after ``clear_after`` (3).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import Field
@@ -28,16 +35,26 @@ from detectors.base import DetectorOptions
 from detectors.features import Frame
 from detectors.kinds import PAUSE_WITHOUT_LOAD
 from detectors.rule import DeviceRule, DeviceVerdict
-from detectors.signals import At, ecn_fraction, pause_share, rx_util, tx_util
+from detectors.signals import At, ecn_fraction, pause_share, tx_util
 from pipeline.topology import Topology
 
 
 class BufferOptions(DetectorOptions):
     fire_after: int = Field(3, ge=1)
-    min_share: float = Field(0.01, gt=0, le=1)
-    min_share_frames: float = Field(0.1, gt=0)
-    max_util: float = Field(0.8, gt=0, le=1)
-    min_ecn: float = Field(0.01, gt=0, le=1, description="a standing queue somewhere: congestion")
+    min_share: float = Field(0.01, gt=0, le=1, description="share of time pausing a neighbour")
+    peer_factor: float = Field(10.0, gt=1)
+    load_margin: float = Field(0.1, ge=0, le=1)
+    max_util: float = Field(0.95, gt=0, le=1)
+    min_ecn: float = Field(0.01, gt=0, le=1, description="a standing queue: real congestion")
+
+
+@dataclass
+class _Summary:
+    pause: float  # the most the switch paused a neighbour (share of time, or its frame bound)
+    paused: float  # the most one of its egress ports was paused by a neighbour
+    hot: float  # its busiest egress utilisation
+    ecn: float  # its highest ECN marking share
+    pausing_ports: tuple[str, ...]
 
 
 class PauseWithoutLoad(DeviceRule):
@@ -50,27 +67,51 @@ class PauseWithoutLoad(DeviceRule):
                  topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
         self.opts = options
+        self.latest: dict[int, _Summary] = {}
+
+    def _summary(self, frame: Frame, at: At) -> _Summary:
+        tx_share, _ = pause_share(frame, at, "tx")
+        rx_share, _ = pause_share(frame, at, "rx")
+        util = np.nan_to_num(tx_util(frame, at), nan=0.0)
+        ecn = np.nan_to_num(ecn_fraction(frame, at), nan=0.0)
+        per_port = np.nanmax(np.where(np.isfinite(tx_share), tx_share, 0.0), axis=1)
+        pausing = per_port >= self.opts.min_share
+        return _Summary(float(per_port.max(initial=0.0)),
+                        float(np.nanmax(np.where(np.isfinite(rx_share), rx_share, 0.0),
+                                        initial=0.0)),
+                        float(util.max(initial=0.0)), float(ecn.max(initial=0.0)),
+                        tuple(frame.ports.label(int(p)) for p in at.pids[pausing]))
+
+    def _peers(self, frame: Frame, did: int) -> list[int]:
+        names = frame.ports.names.devices
+        me = names[did]
+        role = _role(me, self.topology)
+        return [d for d in self.latest if d != did and _role(names[d], self.topology) == role]
 
     def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:
         o = self.opts
-        tx_share, tx_measured = pause_share(frame, at, "tx")
-        rx_share, rx_measured = pause_share(frame, at, "rx")
-        if not np.isfinite(tx_share).any():
-            return DeviceVerdict(False, False)
-        need_tx = np.where(tx_measured > 0, o.min_share, o.min_share_frames)
-        need_rx = np.where(rx_measured > 0, o.min_share, o.min_share_frames)
-        pausing_ports = np.nanmax(np.where(np.isfinite(tx_share), tx_share - need_tx, -1), axis=1)
-        pausing = pausing_ports >= 0
-        paused = (np.where(np.isfinite(rx_share), rx_share - need_rx, -1) >= 0).any()
-        out_util = np.nan_to_num(tx_util(frame, at), nan=0.0)
-        in_util = np.nan_to_num(rx_util(frame, at), nan=0.0)
-        ecn = np.nan_to_num(ecn_fraction(frame, at), nan=0.0)
-        loaded = bool((out_util >= o.max_util).any() or (in_util[pausing] >= o.max_util).any()
-                      or (ecn >= o.min_ecn).any())
-        share = float(np.nanmax(np.where(np.isfinite(tx_share), tx_share, 0.0)))
-        ports = tuple(frame.ports.label(int(p)) for p in at.pids[pausing])
-        evidence = {"pause_share": share, "ports_pausing": float(pausing.sum()),
-                    "max_util": float(out_util.max(initial=0.0)),
-                    "measured": float(tx_measured.max(initial=0.0))}
-        bad = bool(pausing.any()) and not paused and not loaded
-        return DeviceVerdict(bad, not pausing.any(), evidence, ports)
+        me = self.latest[did] = self._summary(frame, at)
+        peers = [self.latest[d] for d in self._peers(frame, did)]
+        evidence = {"pause_share": me.pause, "max_util": me.hot, "max_ecn": me.ecn,
+                    "paused_share": me.paused}
+        if not peers:
+            return DeviceVerdict(False, False, evidence, me.pausing_ports)
+        peer_pause = float(np.median([p.pause for p in peers]))
+        peer_hot = float(np.median([p.hot for p in peers]))
+        evidence.update(peer_pause_share=peer_pause, peer_max_util=peer_hot)
+        pausing = me.pause >= o.min_share
+        unlike = me.pause >= o.peer_factor * peer_pause and me.hot <= peer_hot + o.load_margin
+        reason = me.paused >= o.min_share or me.ecn >= o.min_ecn or me.hot >= o.max_util
+        bad = pausing and unlike and not reason
+        good = not pausing or me.pause < o.peer_factor * peer_pause / 2
+        evidence["strength"] = min(1.0, me.pause / max(o.min_share * o.peer_factor, 1e-9))
+        return DeviceVerdict(bad, good, evidence, me.pausing_ports)
+
+
+def _role(device: str, topology: Topology | None) -> str:
+    if topology is not None:
+        if device in topology.spines:
+            return "spine"
+        if device in topology.leaves:
+            return "leaf"
+    return device.rstrip("0123456789")

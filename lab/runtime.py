@@ -285,6 +285,14 @@ class Lab:
             ctl.wait_applied(seq)
 
     @property
+    def simulator_pid(self) -> int | None:
+        """The simulator's process id (None when it runs as a thread)."""
+        return self._sim.pid if isinstance(self._sim, subprocess.Popen) else None
+
+    def gnmi_targets(self) -> dict[str, GnmiTarget]:
+        return dict(self._host.gnmi_targets) if self._host else {}
+
+    @property
     def finished(self) -> bool:
         return self._block is not None and int(self._block.ctrl[C_STATE]) == STATE_DONE
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import deque
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -35,9 +36,11 @@ class SimView:
         self.epoch_ns = epoch_ns
         self.speed = speed
         self.tick_s = tick_s
+        self.pub = block.latest()
         self.snapshot: NDArray[np.float64] = block.read()
+        self.history: deque[tuple[int, NDArray[np.float64]]] = deque(
+            [(self.pub, self.snapshot)], maxlen=block.slots)
         self._cond: asyncio.Condition | None = None
-        self._version = -1.0
 
     @property
     def time_s(self) -> float:
@@ -60,12 +63,16 @@ class SimView:
         return float(s[cf.H_TIME]) - float(s[self.layout.dev_index(device, cf.D_BOOT_S)])
 
     def refresh(self) -> bool:
-        """Re-read the snapshot if a newer one was published; True when it changed."""
-        version = self.block.version()
-        if version == self._version:
+        """Read every snapshot published since the last refresh; True if there were any."""
+        latest = self.block.latest()
+        if latest == self.pub:
             return False
-        self.snapshot = self.block.read()
-        self._version = version
+        for pub in range(max(self.pub + 1, latest - self.block.slots + 1), latest + 1):
+            snap = self.block.read_pub(pub)
+            if snap is not None:
+                self.history.append((pub, snap))
+        self.pub = latest
+        self.snapshot = self.history[-1][1]
         return True
 
     async def poll_forever(self) -> None:
@@ -77,13 +84,14 @@ class SimView:
                     self._cond.notify_all()
             await asyncio.sleep(period)
 
-    async def next_snapshot(self) -> NDArray[np.float64]:
-        """Wait for the next published snapshot and return it."""
+    async def snapshots_after(self, pub: int) -> list[tuple[int, NDArray[np.float64]]]:
+        """Every snapshot published after ``pub`` (waiting for one), oldest first."""
         if self._cond is None:
             raise LabError("the snapshot poller is not running")
-        async with self._cond:
-            await self._cond.wait()
-        return self.snapshot
+        while self.pub <= pub:
+            async with self._cond:
+                await self._cond.wait()
+        return [(p, s) for p, s in self.history if p > pub]
 
 
 class SimControl:

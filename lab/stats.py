@@ -27,7 +27,7 @@ from lab import counters as cf
 from lab.buffers import BufferProfile
 from lab.counters import CounterState
 from lab.physics import F64, Physics
-from lab.wiring import N_PRIO, Wiring
+from lab.wiring import Wiring
 
 _MAX_RHO = 0.98
 

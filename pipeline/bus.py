@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -76,8 +76,9 @@ class Consumer(Protocol):
     def poll(self, timeout_s: float, max_records: int = 500) -> list[Message]:
         """Up to ``max_records`` messages, waiting at most ``timeout_s`` for the first."""
 
-    def commit(self) -> None:
-        """Mark every message returned by ``poll`` so far as done for the group."""
+    def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
+        """Mark every message returned by ``poll`` so far as done for the group; or, given
+        ``offsets`` (``(topic, partition)`` → the next offset to read), only up to those."""
 
     def close(self) -> None: ...
 
@@ -253,10 +254,10 @@ class MemoryConsumer:
                 bus._cond.wait(left)
         return []
 
-    def commit(self) -> None:
+    def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
         with self._bus._cond:
             group = self._bus._groups[self._group_name]
-            group.committed.update(self._positions)
+            group.committed.update(self._positions if offsets is None else offsets)
             self._bus._cond.notify_all()
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.bus import Message
@@ -208,6 +208,7 @@ class KafkaConsumer:
         k = settings.kafka
         self.group_id = group_id
         self._bootstrap = k.bootstrap
+        self._commit_timeout_ms = k.request_timeout_ms
         self.rebalances = _Rebalances(group_id)
         try:
             self._consumer = _Consumer(
@@ -237,13 +238,18 @@ class KafkaConsumer:
             out.extend(Message(tp.topic, tp.partition, r.offset, r.key, r.value) for r in batch)
         return out
 
-    def commit(self) -> None:
-        """Commit the positions of everything ``poll`` returned. Raises BusError when the group
-        refused (it rebalanced): the next owner of those partitions redoes the work."""
+    def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
+        """Commit the positions of everything ``poll`` returned, or the given next offsets.
+        Raises BusError when the group refused (it rebalanced: the next owner of those
+        partitions redoes the work) or the broker did not answer in time."""
         from kafka.errors import KafkaError
+        from kafka.structs import OffsetAndMetadata, TopicPartition
 
+        explicit = None if offsets is None else {
+            TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
+            for (topic, partition), offset in offsets.items()}
         try:
-            self._consumer.commit()
+            self._consumer.commit(explicit, timeout_ms=self._commit_timeout_ms)
         except (KafkaError, OSError) as exc:
             raise BusError(f"commit of {self.group_id} on {self._bootstrap} failed: "
                            f"{_reason(exc)}") from exc

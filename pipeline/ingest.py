@@ -14,17 +14,17 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
 from pipeline.bus import Bus, Message, Producer, Topics
-from pipeline.codec import ENCODING_OVERHEAD, ROW_BYTES, decode_batch, encode_batch
+from pipeline.codec import decode_batch
 from pipeline.errors import BusError, DecodeError, StoreError
 from pipeline.model import ActionResult, Alert, SampleBatch, alerts_from_json
+from pipeline.publish import publish_batches
 from pipeline.stage import StageContext
 from pipeline.store import Store
+
+__all__ = ["Ingest", "IngestStats", "dead_letter", "publish_batches", "run"]
 
 log = logging.getLogger("rocewatch.ingest")
 
@@ -53,6 +53,8 @@ class _Pending:
     alerts: list[Alert] = field(default_factory=list)
     actions: list[ActionResult] = field(default_factory=list)
     messages: int = 0
+    #: (topic, partition) → the offset after the last message gathered: what a commit covers
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     #: the bus failed while gathering (what was gathered before is still to be stored)
     error: BusError | None = None
 
@@ -77,6 +79,7 @@ class Ingest:
         self.max_rows = max_rows
         self.max_wait_s = max_wait_s
         self.stats = IngestStats()
+        self._rows_per_message = 0  # rows per samples message seen so far (0: not known yet)
         bus.ensure_topics(topics.all())
         self._consumer = bus.consumer([topics.samples, topics.alerts, topics.actions], group)
         self._producer = bus.producer()
@@ -110,16 +113,26 @@ class Ingest:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
+            # ask for about as many messages as fit under max_rows (sample messages vary in size;
+            # until a size is known, a few at a time)
+            if pending.samples:
+                self._rows_per_message = max(1, pending.rows // len(pending.samples))
+            room = ((self.max_rows - pending.rows) // self._rows_per_message
+                    if self._rows_per_message else 16)
             try:
-                msgs = self._consumer.poll(timeout_s=left, max_records=2000)
+                msgs = self._consumer.poll(timeout_s=left, max_records=max(1, min(2000, room)))
             except BusError as exc:
                 # keep what was gathered: its positions have moved, so it must be stored
                 # before anything is committed
                 self.stats.bus_errors += 1
                 pending.error = exc
                 break
+            offsets = pending.offsets
             for msg in msgs:
                 self._decode(msg, pending)
+                tp = (msg.topic, msg.partition)
+                if msg.offset >= offsets.get(tp, 0):
+                    offsets[tp] = msg.offset + 1
             pending.messages += len(msgs)
         return pending
 
@@ -135,6 +148,12 @@ class Ingest:
         self.stats.last_insert_s = time.perf_counter() - t0
         self.stats.inserts += 1
 
+    def finish(self, pending: _Pending) -> None:
+        """Store a gathered batch and make its dead letters durable: after this returns, its
+        offsets may be committed. Raises StoreError or BusError (nothing may be committed)."""
+        self.flush(pending)
+        self._producer.flush()
+
     def step(self, stop: threading.Event | None = None) -> int:
         """One gather → insert → commit cycle; returns the messages handled."""
         pending = self.gather(stop)
@@ -142,110 +161,90 @@ class Ingest:
             if pending.error is not None:
                 raise pending.error
             return 0
-        self.flush(pending)
-        self._producer.flush()  # dead letters are durable before their offsets are committed
+        self.finish(pending)
         self._commit(pending)
         return pending.messages
 
     def _commit(self, pending: _Pending) -> None:
-        """Count what the store now has and commit it. A commit the bus refuses (the group
-        rebalanced meanwhile) loses nothing: the partitions' next owner redoes the work and the
-        store collapses the repeat."""
+        """Count what the store now has and commit exactly its offsets. A commit the bus refuses
+        (the group rebalanced, the broker is away) loses nothing: whoever reads those partitions
+        next redoes the work from the last commit, and the store collapses the repeat."""
         self.stats.messages += pending.messages
         self.stats.samples += pending.rows
         self.stats.alerts += len(pending.alerts)
         self.stats.actions += len(pending.actions)
+        if not pending.offsets:
+            return
         try:
-            self._consumer.commit()
+            self._consumer.commit(pending.offsets)
         except BusError as exc:
             self.stats.commit_failures += 1
             log.warning("offsets not committed (the work will be redone): %s", exc)
 
-    def run(self, stop: threading.Event) -> None:
-        """Loop until ``stop``; a store or bus outage is retried with backoff, never skipped."""
+    def _retry(self, pending: _Pending, stop: threading.Event, failure: Exception) -> bool:
+        """Finish ``pending`` after a failure, with backoff, until it works or ``stop``."""
         backoff = 0.5
-        pending: _Pending | None = None
+        while True:
+            if isinstance(failure, StoreError):
+                self.stats.store_errors += 1
+            else:
+                self.stats.bus_errors += 1
+            log.error("ingest cannot finish a batch (will retry in %.1fs): %s", backoff, failure)
+            if stop.wait(backoff):
+                return False
+            backoff = min(backoff * 2, 30.0)
+            try:
+                self.finish(pending)
+                return True
+            except (StoreError, BusError) as exc:
+                failure = exc
+
+    def run(self, stop: threading.Event) -> None:
+        """Loop until ``stop``. While one batch is being inserted (by a helper thread) the next
+        is gathered; a batch's offsets are committed once it is stored, in order. A store or bus
+        outage is retried with backoff, never skipped."""
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        inserter = ThreadPoolExecutor(1, thread_name_prefix="rocewatch-ingest-insert")
+        inflight: tuple[_Pending, Future[None]] | None = None
+        poll_backoff = 0.5
         try:
             while not stop.is_set():
-                if pending is None:
-                    pending = self.gather(stop)
-                    if not pending.messages:
-                        if pending.error is not None:  # the broker is away: wait, then again
-                            log.error("ingest cannot poll (will retry in %.1fs): %s", backoff,
-                                      pending.error)
-                            stop.wait(backoff)
-                            backoff = min(backoff * 2, 30.0)
-                        pending = None
-                        continue
+                pending = self.gather(stop)
+                if inflight is not None:  # the previous batch: stored? then commit it
+                    previous, future = inflight
+                    inflight = None
+                    try:
+                        future.result()
+                        done = True
+                    except (StoreError, BusError) as exc:
+                        done = self._retry(previous, stop, exc)
+                    if not done:
+                        break
+                    self._commit(previous)
+                if pending.messages:
+                    inflight = (pending, inserter.submit(self.finish, pending))
+                    poll_backoff = 0.5
+                elif pending.error is not None:  # the broker is away: wait, then again
+                    log.error("ingest cannot poll (will retry in %.1fs): %s", poll_backoff,
+                              pending.error)
+                    stop.wait(poll_backoff)
+                    poll_backoff = min(poll_backoff * 2, 30.0)
+            if inflight is not None:  # stopping: finish and commit what is in flight
+                previous, future = inflight
                 try:
-                    self.flush(pending)
-                    self._producer.flush()  # dead letters are durable before the commit
+                    future.result()
+                    self._commit(previous)
                 except (StoreError, BusError) as exc:
-                    if isinstance(exc, StoreError):
-                        self.stats.store_errors += 1
-                    else:
-                        self.stats.bus_errors += 1
-                    log.error("ingest cannot finish a batch (will retry in %.1fs): %s",
-                              backoff, exc)
-                    stop.wait(backoff)
-                    backoff = min(backoff * 2, 30.0)
-                    continue
-                backoff = 0.5
-                self._commit(pending)
-                pending = None
+                    log.warning("stopping with a batch not stored (it will be redelivered): %s",
+                                exc)
         finally:
+            inserter.shutdown(wait=True)
             self.close()
 
     def close(self) -> None:
         self._consumer.close()
         self._producer.close()
-
-
-def publish_batches(producer: Producer, topics: Topics, batches: Sequence[SampleBatch],
-                    max_bytes: int = 900_000) -> int:
-    """Send batches to the samples topic keyed by device, so a device's order holds: a batch of
-    several devices is split per device, and one larger than ``max_bytes`` encoded is split into
-    consecutive pieces. Returns the messages sent."""
-    sent = 0
-    for batch in batches:
-        for device_batch in _per_device(batch):
-            key = device_batch.devices[int(device_batch.device[0])].encode()
-            for piece in _pieces(device_batch, max_bytes):
-                producer.send(topics.samples, encode_batch(piece), key=key)
-                sent += 1
-    return sent
-
-
-def _per_device(batch: SampleBatch) -> list[SampleBatch]:
-    if not len(batch):
-        return []
-    first = batch.device[0]
-    if bool((batch.device == first).all()):
-        return [batch]
-    order = np.argsort(batch.device, kind="stable")
-    codes = batch.device[order]
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    ends = np.r_[starts[1:], len(codes)]
-    return [_compact(batch.take(order[a:b])) for a, b in zip(starts, ends, strict=True)]
-
-
-def _compact(batch: SampleBatch) -> SampleBatch:
-    """A one-device batch with vocabularies cut down to what it uses."""
-    used, port_codes = np.unique(batch.port, return_inverse=True)
-    return SampleBatch(
-        batch.ts_ns, np.zeros(len(batch), np.int32), port_codes.astype(np.int32), batch.metric,
-        batch.qual, batch.value, batch.flags, (batch.devices[int(batch.device[0])],),
-        tuple(batch.ports[int(i)] for i in used))
-
-
-def _pieces(batch: SampleBatch, max_bytes: int) -> list[SampleBatch]:
-    vocab = sum(len(d.encode()) + 1 for d in batch.devices) + \
-        sum(len(p.encode()) + 1 for p in batch.ports)
-    per_piece = max(1, (max_bytes - ENCODING_OVERHEAD - vocab) // ROW_BYTES)
-    if len(batch) <= per_piece:
-        return [batch]
-    return [batch.take(np.arange(a, min(a + per_piece, len(batch))))
-            for a in range(0, len(batch), per_piece)]
 
 
 def run(ctx: StageContext, stop: threading.Event) -> None:

@@ -39,6 +39,10 @@ LAZY: dict[str, tuple[str, str]] = {
 }
 
 
+#: libraries whose INFO logs are per-request or per-job noise
+QUIET_LOGGERS = ("apscheduler", "pygnmi", "httpx", "httpcore", "uvicorn.access", "kafka")
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *LAZY])
@@ -67,6 +71,9 @@ def cli(verbose: int) -> None:
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=max(level, logging.DEBUG),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if verbose < 2:  # chatty libraries: their INFO lines say nothing an operator needs
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 config_option = click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False),

@@ -19,10 +19,17 @@ import click
 from pipeline.errors import RocewatchError
 
 
+class _Failed(click.ClickException):
+    exit_code = 1
+
+
+class _BadInput(click.ClickException):
+    exit_code = 2
+
+
 def _fail(exc: RocewatchError) -> click.ClickException:
-    err = click.ClickException(str(exc))
-    err.exit_code = exc.exit_code
-    return err
+    """A RocewatchError as a click error, keeping its exit code (2 for bad input)."""
+    return (_BadInput if exc.exit_code == 2 else _Failed)(str(exc))
 
 
 @click.group()
@@ -107,3 +114,57 @@ def topology(scenario: Path) -> None:
     except RocewatchError as exc:
         raise _fail(exc) from exc
     click.echo(json.dumps(topo.to_json(), indent=2))
+
+
+@lab.command()
+@click.option("--speed", type=float, default=10.0, show_default=True)
+@click.option("--seconds", type=float, default=30.0, show_default=True,
+              help="wall seconds to measure for")
+@click.option("--scenario", "scenario_path", type=click.Path(exists=True, dir_okay=False,
+                                                               path_type=Path),
+              default=None, help="default: 4 spines x 16 leaves x 128 hosts, all gNMI")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("var/lab-bench"), show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print the raw numbers as JSON")
+def bench(speed: float, seconds: float, scenario_path: Path | None, out_dir: Path,
+          as_json: bool) -> None:
+    """Measure the simulated speed reached with every gNMI agent streaming to a subscriber."""
+    from lab.bench import format_bench, run_bench
+    from lab.scenario import load_scenario
+
+    try:
+        sc = load_scenario(scenario_path) if scenario_path else None
+        result = run_bench(speed=speed, seconds=seconds, out_dir=out_dir, scenario=sc)
+    except RocewatchError as exc:
+        raise _fail(exc) from exc
+    click.echo(json.dumps(result, indent=2) if as_json else format_bench(result))
+
+
+@lab.command()
+@click.option("--trials", type=int, default=20, show_default=True)
+@click.option("--qps", type=int, default=4, show_default=True, help="queue pairs per flow")
+@click.option("--spines", type=int, default=4, show_default=True)
+@click.option("--leaves", type=int, default=8, show_default=True)
+@click.option("--hosts-per-leaf", type=int, default=4, show_default=True)
+@click.option("--message-mb", type=float, default=1000.0, show_default=True,
+              help="bytes each rank sends per AllReduce step, in MB")
+@click.option("--modes", default="ecmp,eecmp,pinned,te", show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print the raw numbers as JSON")
+def compare(trials: int, qps: int, spines: int, leaves: int, hosts_per_leaf: int,
+            message_mb: float, modes: str, seed: int, as_json: bool) -> None:
+    """AllReduce completion times under each routing mode (the Meta RoCE observations)."""
+    from lab.compare import MODES, CompareSpec, format_table, run_compare
+
+    chosen = tuple(m.strip() for m in modes.split(",") if m.strip())
+    bad = [m for m in chosen if m not in MODES]
+    if bad:
+        raise click.BadParameter(f"unknown mode(s) {bad}; choose from {MODES}",
+                                 param_hint="--modes")
+    spec = CompareSpec(spines=spines, leaves=leaves, hosts_per_leaf=hosts_per_leaf, qps=qps,
+                       message_bytes=message_mb * 1e6, trials=trials, seed=seed)
+    try:
+        result = run_compare(spec, chosen)
+    except RocewatchError as exc:
+        raise _fail(exc) from exc
+    click.echo(json.dumps(result, indent=2) if as_json else format_table(result))

@@ -100,10 +100,10 @@ def score(report: Mapping[str, Any], grace_intervals: float = GRACE_INTERVALS) -
                        if SUPERSEDED_BY[a["kind"]] == want
                        and names_target(a, str(truth["target"]))
                        and _during(a, truth, interval, grace_intervals)]
-        ttd = min((f - float(truth["start_s"]) for f in firsts), default=None)
+        first = min(firsts, default=None)
+        delay = None if first is None else max(0.0, first - float(truth["start_s"]))
         results.append(TruthResult(str(truth["kind"]), str(truth["target"]),
-                                   float(truth["start_s"]), bool(hits),
-                                   None if ttd is None else max(0.0, ttd), bool(same_kind)))
+                                   float(truth["start_s"]), bool(hits), delay, bool(same_kind)))
     precision = len(matched) / len(roots) if roots else 1.0
     recall = sum(r.detected for r in results) / len(results) if results else 1.0
     ttd: dict[str, float] = {}

@@ -11,9 +11,11 @@ A STREAM first sends every subscription's current values (unless ``updates_only`
 * TARGET_DEFINED: status leaves (``oper-status``, ``admin-status``, ``enabled``) ON_CHANGE,
   everything else SAMPLE at the default interval.
 
-Samples fire on the first snapshot at or after their due time, so a 1 s interval at ``--speed 10``
-produces a notification every 0.1 wall seconds, stamped with simulated time. Samples missed while
-the client was slow are skipped, not queued.
+Samples fire on the first snapshot (statistics tick) at or after their due time, so a 1 s interval
+at ``--speed 10`` produces a notification every 0.1 wall seconds, stamped with simulated time.
+Snapshots are processed in order even when the agent gets to them late (the last 32 ticks are
+kept), so samples stay exactly one interval apart in simulated time; a client too slow to keep up
+makes the stream skip samples rather than queue them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
+from lab import counters as cf
 from lab.gnmi.dialects import PathError, SwitchModel
 from lab.gnmi.leaves import Kind
 from lab.gnmi.render import LeafSelection, Selection
@@ -92,14 +95,17 @@ async def run_stream(plan: SubscriptionPlan, view: SimView) -> AsyncIterator[pb.
         sub.next_due = now + sub.interval_s
         sub.last_full = now
     yield pb.SubscribeResponse(sync_response=True)
+    seen = view.pub
     while True:
-        snap = await view.next_snapshot()
-        now = float(view.time_s)
-        ts = view.ts_ns(snap)
-        for sub in plan.subs:
-            resp = _due(sub, snap, now, ts)
-            if resp is not None:
-                yield resp
+        batch = await view.snapshots_after(seen)
+        seen = batch[-1][0]
+        for _pub, snap in batch:
+            now = float(snap[cf.H_TIME])
+            ts = view.ts_ns(snap)
+            for sub in plan.subs:
+                resp = _due(sub, snap, now, ts)
+                if resp is not None:
+                    yield resp
 
 
 def _due(sub: _Sub, snap: np.ndarray, now: float, ts: int) -> pb.SubscribeResponse | None:

@@ -140,8 +140,7 @@ class GnmiTarget(pb_grpc.gNMIServicer):  # type: ignore[misc]
                 yield resp
             return
         if mode == pb.SubscriptionList.POLL:
-            for resp in snapshot_responses(plan, self.view):
-                yield resp
+            # gNMI 3.5.1.5.3: the target answers each Poll; it sends nothing before the first
             async for req in request_iterator:
                 if req.HasField("poll"):
                     for resp in snapshot_responses(plan, self.view):

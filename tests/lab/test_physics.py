@@ -1,4 +1,4 @@
-"""The fluid model against hand-computed cases: incast, pause propagation, corruption, drops, ECN."""
+"""The fluid model against hand-computed cases: incast, pause spreading, corruption, drops, ECN."""
 
 from __future__ import annotations
 
