@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
-import time
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,16 +78,16 @@ def record(address: str, profile: GnmiProfile, device: str, seconds: float,
         requests = subscribe_requests(profile, interval_s, profile.encoding)
         for request in requests:
             call = rpc(iter([request]), metadata=tuple((metadata or {}).items()))
-            deadline = time.monotonic() + seconds / len(requests)
+            # an ON_CHANGE stream may say nothing for a long time: the deadline cancels it
+            timer = threading.Timer(seconds / len(requests), call.cancel)
+            timer.start()
             try:
-                for message in call:
-                    messages.append(message)
-                    if time.monotonic() >= deadline:
-                        break
+                messages.extend(call)
             except grpc.RpcError as exc:
-                raise CollectorError(f"recording {device} at {address}: {exc}") from exc
+                if exc.code() != grpc.StatusCode.CANCELLED:
+                    raise CollectorError(f"recording {device} at {address}: {exc}") from exc
             finally:
-                call.cancel()
+                timer.cancel()
     finally:
         channel.close()
     return Recording(profile.name, device, tuple(messages))

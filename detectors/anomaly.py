@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field
+from sklearn.ensemble import IsolationForest
 
 from detectors.base import DetectorOptions
 from detectors.features import Frame, col
@@ -140,8 +141,6 @@ class LearnedAnomaly(PortRule):
         done = np.flatnonzero(self.count >= o.baseline)
         if done.size * o.baseline < o.min_train:
             return
-        from sklearn.ensemble import IsolationForest
-
         z = ((self.history[done] - self.center[done][:, None, :]) /
              self.scale[done][:, None, :]).reshape(-1, len(FEATURES))
         model = IsolationForest(n_estimators=o.trees, max_samples=min(256, z.shape[0]),

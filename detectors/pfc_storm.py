@@ -12,8 +12,9 @@ SIGCOMM'16). We confirm at the telemetry cadence what the hardware has already c
 * the symptom fires on a stuck sample that ends a run of at least ``fire_after`` pausing samples:
   two observations, the last of them stuck. A storm that starts mid-interval is therefore confirmed
   at the end of the next interval; one that starts on a sample boundary, at the second;
-* it clears after ``clear_after`` samples that either carry no pause or drain at least
-  ``drained`` of line rate.
+* it clears after ``clear_after`` samples that either carry no pause, or drain at least
+  ``drained`` of line rate while paused less than ``light`` of the time. A sample paused for
+  part of its interval counts toward the run: it is the storm's onset.
 
 On a host-facing port this is a NIC that stopped draining (``pfc_storm`` on the host); on a
 fabric port it is a victim of a storm or a member of a deadlock, which the correlator decides.
@@ -39,6 +40,7 @@ class StormOptions(DetectorOptions):
     min_pause_share: float = Field(0.9, gt=0, le=1)
     max_drain: float = Field(0.01, ge=0, lt=1, description="share of line rate")
     drained: float = Field(0.05, gt=0, lt=1, description="drain that proves progress")
+    light: float = Field(0.05, gt=0, lt=1, description="pause share that is only a blip")
 
 
 class PfcWatchdog(PortRule):
@@ -64,7 +66,9 @@ class PfcWatchdog(PortRule):
         known = np.isfinite(frames) & np.isfinite(drain)
         pausing = known & ((frames > 0) | (share > 0))
         stuck = pausing & (share >= self.opts.min_pause_share) & (drain < self.opts.max_drain)
-        good = known & (~pausing | (drain >= self.opts.drained))
+        # progress: draining and barely paused; a sample paused for part of the interval is the
+        # onset of a storm as much as a stuck one is its confirmation
+        good = known & (~pausing | ((drain >= self.opts.drained) & (share < self.opts.light)))
         # fire only on a stuck sample: evidence needed there is fire_after, elsewhere never
         need = np.where(stuck, self.persistence.fire_after, np.iinfo(np.int32).max)
         return Verdict(pausing, good, {"pause_share": share, "drain": drain,

@@ -16,9 +16,9 @@ per-row ``status``:
 * ``FIRST`` the series' first sample; ``LATE`` a sample not newer than the last one (a duplicate or
   an out-of-order delivery): ignored and counted.
 
-The cadence of a series is learned from its own samples: it follows the shortest recent interval
-down at once and longer intervals up slowly, so a missed poll is not mistaken for a new cadence but
-a reconfigured one is adopted after a couple of samples.
+The cadence of a series is learned from its own samples: the median of its last few intervals, so
+one odd interval (the initial values a subscription sends right away, a missed poll) moves nothing,
+while a reconfigured cadence is adopted once it is the majority of the recent intervals.
 """
 
 from __future__ import annotations
@@ -81,14 +81,15 @@ class RateStats:
 class RateState:
     """The per-series memory that turns counter readings into rates."""
 
-    def __init__(self, gap_factor: float = 2.5, adapt_up: float = 0.25) -> None:
+    def __init__(self, gap_factor: float = 2.5, memory: int = 5) -> None:
         if gap_factor <= 1.0:
             raise ValueError("gap_factor must exceed 1 (a gap is longer than one interval)")
         self.gap_factor = gap_factor
-        self.adapt_up = adapt_up
+        self.memory = memory
         self.last_ts = np.empty(0, np.int64)
         self.last_value = np.empty(0, np.float64)
         self.interval_ns = np.empty(0, np.float64)
+        self._recent = np.empty((0, memory), np.float64)  # the last intervals, newest last
         self.stats = RateStats()
 
     def _grow(self, n: int) -> None:
@@ -99,6 +100,7 @@ class RateState:
         self.last_ts = np.concatenate([self.last_ts, np.full(extra, -1, np.int64)])
         self.last_value = np.concatenate([self.last_value, np.zeros(extra)])
         self.interval_ns = np.concatenate([self.interval_ns, np.full(extra, np.nan)])
+        self._recent = np.vstack([self._recent, np.full((extra, self.memory), np.nan)])
 
     def update(self, batch: SampleBatch, series: NDArray[np.int64],
                port: NDArray[np.int64]) -> RateFrame:
@@ -177,10 +179,17 @@ class RateState:
         if rows.size:
             newest = rows[np.r_[sid[rows][1:] != sid[rows][:-1], True]]
             s = sid[newest]
-            cur = self.interval_ns[s]
-            d = dt_ns[newest]
-            down = ~np.isfinite(cur) | (d < cur)
-            self.interval_ns[s] = np.where(down, d, cur + self.adapt_up * (d - cur))
+            recent = np.roll(self._recent[s], -1, axis=1)
+            recent[:, -1] = dt_ns[newest]
+            self._recent[s] = recent
+            ok = np.isfinite(recent)
+            # median of the finite entries of each row (rows have at least the newest one)
+            filled = np.where(ok, recent, np.inf)
+            filled.sort(axis=1)
+            count = ok.sum(axis=1)
+            lo = filled[np.arange(s.size), (count - 1) // 2]
+            hi = filled[np.arange(s.size), count // 2]
+            self.interval_ns[s] = (lo + hi) / 2.0
         # the last row of each series is the new state
         if sid.size:
             last = np.flatnonzero(np.r_[sid[1:] != sid[:-1], True])

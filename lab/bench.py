@@ -136,13 +136,13 @@ def _proc_cpu_s(pid: int) -> float:
 
 
 def run_bench(speed: float = 10.0, seconds: float = 30.0, out_dir: Path | None = None,
-              scenario: Any = None, warmup_s: float = 3.0) -> dict[str, Any]:
+              scenario: Any = None, warmup_s: float = 3.0, isolate: bool = True) -> dict[str, Any]:
     from lab.runtime import Lab
     from lab.scenario import parse_scenario
 
     sc = scenario if scenario is not None else parse_scenario(BENCH_SCENARIO)
     out = out_dir or Path("var/lab-bench")
-    lab = Lab(sc, speed=speed, out_dir=out)
+    lab = Lab(sc, speed=speed, out_dir=out, isolate=isolate)
     lab.start()
     try:
         time.sleep(warmup_s)
@@ -162,11 +162,13 @@ def run_bench(speed: float = 10.0, seconds: float = 30.0, out_dir: Path | None =
         cpu_sim = (_proc_cpu_s(sim_pid) - cpu_sim0) if sim_pid else 0.0
         res = json.loads(client.stdout)
         served = sum(t.notifications_sent for t in lab.gnmi_targets().values())
+        overrun = lab.view.overrun if lab.view else 0
     finally:
         lab.stop()
     res.pop("per_switch")
     return {
         "scenario": sc.name, "switches": res["switches"],
+        "simulator": "process" if isolate else "thread",
         "ports": sum(len(p) for p in lab.wiring.switch_ports),
         "target_speed": speed, "achieved_speed": sim_dt / wall,
         "wall_s": wall, "sim_s": sim_dt,
@@ -175,7 +177,7 @@ def run_bench(speed: float = 10.0, seconds: float = 30.0, out_dir: Path | None =
         "notifications_per_s": res["notifications"] / res["wall_s"],
         "median_gap_s": res["median_gap_s"],
         "expected_gap_s": sc.sample_interval_s / speed,
-        "agents_notifications_sent": served,
+        "agents_notifications_sent": served, "snapshots_overrun": overrun,
         "cpu_simulator_pct": 100 * cpu_sim / wall, "cpu_agents_pct": 100 * cpu_lab / wall,
         "cpu_client_pct": 100 * res["client_cpu_s"] / wall,
         "loadavg": os.getloadavg(),
@@ -184,15 +186,18 @@ def run_bench(speed: float = 10.0, seconds: float = 30.0, out_dir: Path | None =
 
 def format_bench(r: dict[str, Any]) -> str:
     return "\n".join([
-        f"scenario {r['scenario']}: {r['switches']} gNMI switches, {r['ports']} switch ports",
+        f"scenario {r['scenario']}: {r['switches']} gNMI switches, {r['ports']} switch ports, "
+        f"simulator in its own {r['simulator']}",
         f"speed: target x{r['target_speed']:g}, achieved x{r['achieved_speed']:.2f} "
         f"({r['sim_s']:.1f} simulated s in {r['wall_s']:.1f} wall s)",
         f"agents delivered {r['updates']:,} updates in {r['notifications']:,} notifications: "
         f"{r['updates_per_s']:,.0f} updates/s, {r['notifications_per_s']:.1f} notifications/s",
         f"notification cadence per subscribed path: median {r['median_gap_s'] * 1e3:.0f} ms "
         f"(expected {r['expected_gap_s'] * 1e3:.0f} ms); the agents sent "
-        f"{r['agents_notifications_sent']:,} notifications in all",
-        f"CPU: simulator {r['cpu_simulator_pct']:.0f}%, agents {r['cpu_agents_pct']:.0f}%, "
+        f"{r['agents_notifications_sent']:,} notifications in all, and missed "
+        f"{r['snapshots_overrun']} snapshots",
+        f"CPU: simulator {r['cpu_simulator_pct']:.0f}%, agents {r['cpu_agents_pct']:.0f}% "
+        f"(the simulator is counted with the agents when it runs as a thread), "
         f"subscriber client {r['cpu_client_pct']:.0f}% (of one core); "
         f"load average {r['loadavg'][0]:.2f} on {os.cpu_count()} cores",
     ])

@@ -40,6 +40,7 @@ class CompareSpec:
     trials: int = 20
     seed: int = 1
     dt: float = 5e-4
+    job_fraction: float = 1.0     # < 1: the job gets a random subset of hosts (fragmented)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,12 @@ def run_trial(spec: CompareSpec, mode: str, seed: int) -> tuple[float, float]:
     """Completion time of one AllReduce step under ``mode``, and the spread between the first
     and the last rank to finish (simulated seconds)."""
     ideal = spec.message_bytes / (spec.gbps * 1e9 / 8)
+    n_hosts = spec.leaves * spec.hosts_per_leaf
+    hosts: Any = "all"
+    if spec.job_fraction < 1.0:
+        rng = np.random.default_rng([seed, 101])
+        k = max(2, round(spec.job_fraction * n_hosts))
+        hosts = [f"host{h + 1}" for h in sorted(rng.choice(n_hosts, size=k, replace=False))]
     sc = parse_scenario({
         "format": 1, "name": f"compare-{mode}-{seed}", "seed": seed,
         "duration_s": max(60.0, 50 * ideal), "sample_interval_s": 1,
@@ -70,7 +77,7 @@ def run_trial(spec: CompareSpec, mode: str, seed: int) -> tuple[float, float]:
                    "hosts_per_leaf": spec.hosts_per_leaf, "link_gbps": spec.gbps,
                    "host_gbps": spec.gbps},
         "routing": mode,
-        "traffic": [{"pattern": "allreduce", "hosts": "all", "load": 1.0,
+        "traffic": [{"pattern": "allreduce", "hosts": hosts, "load": 1.0,
                      "qps_per_flow": spec.qps}],
     })
     sim = Simulation(sc, dt=spec.dt, tick_s=spec.dt, jitter=False)
@@ -106,11 +113,13 @@ def run_compare(spec: CompareSpec, modes: tuple[str, ...] = MODES) -> dict[str, 
 
 def format_table(results: dict[str, Any]) -> str:
     spec = results["spec"]
+    placement = (f"job on a random {spec['job_fraction']:.0%} of the hosts, "
+                 if spec["job_fraction"] < 1 else "")
     lines = [
         f"AllReduce ring, {spec['spines']} spines x {spec['leaves']} leaves x "
         f"{spec['hosts_per_leaf']} hosts at {spec['gbps']:g}G, {spec['qps']} QPs per flow, "
-        f"{spec['message_bytes'] / 1e9:g} GB per rank, {spec['trials']} trials (seeds "
-        f"{spec['seed']}..{spec['seed'] + spec['trials'] - 1})",
+        f"{placement}{spec['message_bytes'] / 1e9:g} GB per rank, {spec['trials']} trials "
+        f"(seeds {spec['seed']}..{spec['seed'] + spec['trials'] - 1})",
         f"ideal completion {results['ideal_s'] * 1e3:.2f} ms; times below are x ideal",
         "",
         f"{'mode':<8}{'mean':>8}{'p10':>8}{'p50':>8}{'p90':>8}{'max':>8}"

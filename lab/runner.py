@@ -48,6 +48,7 @@ class SimOptions:
     dt: float = DEFAULT_DT
     tick_s: float = DEFAULT_TICK
     buffers: BufferProfile = field(default_factory=BufferProfile)
+    dcqcn: bool = False
 
 
 def serve_simulation(scenario: Scenario, options: SimOptions, shm_name: str, size: int,
@@ -55,7 +56,8 @@ def serve_simulation(scenario: Scenario, options: SimOptions, shm_name: str, siz
     """Entry point of the simulator process/thread; returns when told to stop."""
     block = SharedBlock(size, name=shm_name)
     try:
-        sim = Simulation(scenario, dt=options.dt, tick_s=options.tick_s, buffers=options.buffers)
+        sim = Simulation(scenario, dt=options.dt, tick_s=options.tick_s, buffers=options.buffers,
+                         dcqcn=options.dcqcn)
         _Loop(sim, options, block, conn).run()
     except Exception:
         block.ctrl[C_STATE] = STATE_FAILED

@@ -70,7 +70,7 @@ class Lab:
     def __init__(self, scenario: Scenario | str | Path, speed: float = 10.0,
                  out_dir: Path | str = Path("var/lab"), base_port: int = 0, *,
                  tls: str | None = None, snmp_version: str = "2c", isolate: bool = True,
-                 dt: float = DEFAULT_DT, tick_s: float = DEFAULT_TICK,
+                 dt: float = DEFAULT_DT, tick_s: float = DEFAULT_TICK, dcqcn: bool = False,
                  credentials: Credentials | None = None) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         if speed <= 0:
@@ -84,7 +84,10 @@ class Lab:
         self.base_port = base_port
         self.tls = tls
         self.isolate = isolate
-        self.options = SimOptions(speed=self.speed, dt=dt, tick_s=tick_s)
+        if tick_s > self.scenario.sample_interval_s:
+            # tick at least once per sample interval, on a whole number of steps
+            tick_s = max(dt, dt * int(self.scenario.sample_interval_s / dt + 1e-9))
+        self.options = SimOptions(speed=self.speed, dt=dt, tick_s=tick_s, dcqcn=dcqcn)
         base = credentials or Credentials()
         self.credentials = Credentials(**{**base.__dict__, "snmp_version": snmp_version})
         self.topology: Topology = self.scenario.topology()

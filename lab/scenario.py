@@ -13,14 +13,14 @@ Optional top-level fields and their defaults: ``sample_interval_s`` 1, ``routing
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from lab.strict import as_int, as_list, as_mapping, as_num, check_keys
 from pipeline.errors import ConfigError
 from pipeline.topology import Topology, spine_leaf
 
@@ -156,8 +156,8 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def parse_scenario(data: Any, source: str = "") -> Scenario:
     """Validate a scenario already parsed into Python values."""
-    root = _mapping(data, "")
-    _keys(root, "", required={"format", "name", "seed", "duration_s", "fabric"},
+    root = as_mapping(data, "")
+    check_keys(root, "", required={"format", "name", "seed", "duration_s", "fabric"},
           optional={"sample_interval_s", "routing", "traffic", "faults"})
     fmt = root["format"]
     if fmt != 1 or isinstance(fmt, bool):
@@ -165,9 +165,9 @@ def parse_scenario(data: Any, source: str = "") -> Scenario:
     name = root["name"]
     if not isinstance(name, str) or not name.strip():
         raise ConfigError("must be a non-empty string", "name")
-    seed = _int(root["seed"], "seed", lo=0)
-    duration = _num(root["duration_s"], "duration_s", lo=0, lo_open=True)
-    interval = _num(root.get("sample_interval_s", 1), "sample_interval_s", lo=0, lo_open=True,
+    seed = as_int(root["seed"], "seed", lo=0)
+    duration = as_num(root["duration_s"], "duration_s", lo=0, lo_open=True)
+    interval = as_num(root.get("sample_interval_s", 1), "sample_interval_s", lo=0, lo_open=True,
                     hi=duration)
     fabric = _fabric(root["fabric"], "fabric")
     topo = spine_leaf(fabric.spines, fabric.leaves, fabric.hosts_per_leaf,
@@ -178,10 +178,10 @@ def parse_scenario(data: Any, source: str = "") -> Scenario:
                           "routing")
     traffic_raw = root.get("traffic") or []
     traffic = tuple(_traffic(t, f"traffic[{i}]", topo)
-                    for i, t in enumerate(_list(traffic_raw, "traffic")))
+                    for i, t in enumerate(as_list(traffic_raw, "traffic")))
     faults_raw = root.get("faults") or []
     faults = tuple(_fault(f, f"faults[{i}]", topo, duration)
-                   for i, f in enumerate(_list(faults_raw, "faults")))
+                   for i, f in enumerate(as_list(faults_raw, "faults")))
     return Scenario(name=name, seed=seed, duration_s=duration, sample_interval_s=interval,
                     fabric=fabric, routing=routing, traffic=traffic, faults=faults, source=source)
 
@@ -191,22 +191,22 @@ def parse_scenario(data: Any, source: str = "") -> Scenario:
 
 
 def _fabric(data: Any, path: str) -> FabricSpec:
-    m = _mapping(data, path)
-    _keys(m, path, required={"spines", "leaves", "hosts_per_leaf"},
+    m = as_mapping(data, path)
+    check_keys(m, path, required={"spines", "leaves", "hosts_per_leaf"},
           optional={"uplinks_per_pair", "link_gbps", "host_gbps", "agents", "profiles"})
-    spines = _int(m["spines"], f"{path}.spines", lo=1, hi=_MAX_SWITCHES_PER_TIER)
-    leaves = _int(m["leaves"], f"{path}.leaves", lo=1, hi=_MAX_SWITCHES_PER_TIER)
-    hpl = _int(m["hosts_per_leaf"], f"{path}.hosts_per_leaf", lo=0, hi=_MAX_HOSTS)
+    spines = as_int(m["spines"], f"{path}.spines", lo=1, hi=_MAX_SWITCHES_PER_TIER)
+    leaves = as_int(m["leaves"], f"{path}.leaves", lo=1, hi=_MAX_SWITCHES_PER_TIER)
+    hpl = as_int(m["hosts_per_leaf"], f"{path}.hosts_per_leaf", lo=0, hi=_MAX_HOSTS)
     if leaves * hpl > _MAX_HOSTS:
         raise ConfigError(f"{leaves * hpl} hosts is more than this lab simulates ({_MAX_HOSTS})",
                           f"{path}.hosts_per_leaf")
-    upp = _int(m.get("uplinks_per_pair", 1), f"{path}.uplinks_per_pair", lo=1, hi=16)
-    link_gbps = _num(m.get("link_gbps", 400), f"{path}.link_gbps", lo=0, lo_open=True, hi=1.6e4)
-    host_gbps = _num(m.get("host_gbps", 400), f"{path}.host_gbps", lo=0, lo_open=True, hi=1.6e4)
+    upp = as_int(m.get("uplinks_per_pair", 1), f"{path}.uplinks_per_pair", lo=1, hi=16)
+    link_gbps = as_num(m.get("link_gbps", 400), f"{path}.link_gbps", lo=0, lo_open=True, hi=1.6e4)
+    host_gbps = as_num(m.get("host_gbps", 400), f"{path}.host_gbps", lo=0, lo_open=True, hi=1.6e4)
     agents = _agents(m.get("agents"), f"{path}.agents")
     profiles: tuple[str, ...] = ("openconfig",)
     if "profiles" in m:
-        items = _list(m["profiles"], f"{path}.profiles")
+        items = as_list(m["profiles"], f"{path}.profiles")
         if not items:
             raise ConfigError("must list at least one profile", f"{path}.profiles")
         for i, prof in enumerate(items):
@@ -220,12 +220,12 @@ def _fabric(data: Any, path: str) -> FabricSpec:
 def _agents(data: Any, path: str) -> AgentMix:
     if data is None:
         return AgentMix()
-    m = _mapping(data, path)
-    _keys(m, path, required=set(), optional={"gnmi", "snmp"})
+    m = as_mapping(data, path)
+    check_keys(m, path, required=set(), optional={"gnmi", "snmp"})
     if not m:
         raise ConfigError("give gnmi and/or snmp fractions", path)
-    gnmi = _num(m["gnmi"], f"{path}.gnmi", lo=0, hi=1) if "gnmi" in m else None
-    snmp = _num(m["snmp"], f"{path}.snmp", lo=0, hi=1) if "snmp" in m else None
+    gnmi = as_num(m["gnmi"], f"{path}.gnmi", lo=0, hi=1) if "gnmi" in m else None
+    snmp = as_num(m["snmp"], f"{path}.snmp", lo=0, hi=1) if "snmp" in m else None
     if gnmi is None:
         gnmi = 1.0 - float(snmp or 0.0)
     if snmp is None:
@@ -236,15 +236,15 @@ def _agents(data: Any, path: str) -> AgentMix:
 
 
 def _traffic(data: Any, path: str, topo: Topology) -> TrafficSpec:
-    m = _mapping(data, path)
-    _keys(m, path, required={"pattern"}, optional={"hosts", "load", "qps_per_flow"})
+    m = as_mapping(data, path)
+    check_keys(m, path, required={"pattern"}, optional={"hosts", "load", "qps_per_flow"})
     pattern = m["pattern"]
     if pattern not in PATTERNS:
         raise ConfigError(f"unknown pattern {pattern!r}; one of {', '.join(PATTERNS)}",
                           f"{path}.pattern")
     hosts = _hosts(m.get("hosts", "all"), f"{path}.hosts", topo)
-    load = _num(m.get("load", 1.0), f"{path}.load", lo=0, lo_open=True, hi=1)
-    qps = _int(m.get("qps_per_flow", 1), f"{path}.qps_per_flow", lo=1, hi=64)
+    load = as_num(m.get("load", 1.0), f"{path}.load", lo=0, lo_open=True, hi=1)
+    qps = as_int(m.get("qps_per_flow", 1), f"{path}.qps_per_flow", lo=1, hi=64)
     need = 0 if pattern == "none" else 2
     if len(hosts) < need:
         raise ConfigError(f"pattern {pattern} needs at least {need} hosts, got {len(hosts)}",
@@ -260,7 +260,7 @@ def _hosts(data: Any, path: str, topo: Topology) -> tuple[str, ...]:
         if data in topo.leaves:
             return tuple(h.name for h in topo.host_ports(data))
         raise ConfigError(f"{data!r} is neither 'all', a leaf, nor a list of hosts", path)
-    items = _list(data, path)
+    items = as_list(data, path)
     if not items:
         raise ConfigError("must list at least one host", path)
     known = set(names)
@@ -276,8 +276,8 @@ def _hosts(data: Any, path: str, topo: Topology) -> tuple[str, ...]:
 
 
 def _fault(data: Any, path: str, topo: Topology, duration: float) -> FaultSpec:
-    m = _mapping(data, path)
-    _keys(m, path, required={"kind", "target", "at_s"}, optional={"until_s", "params"})
+    m = as_mapping(data, path)
+    check_keys(m, path, required={"kind", "target", "at_s"}, optional={"until_s", "params"})
     kind = m["kind"]
     if kind not in FAULT_KINDS:
         raise ConfigError(f"unknown fault kind {kind!r}; one of {', '.join(FAULT_KINDS)}",
@@ -285,12 +285,12 @@ def _fault(data: Any, path: str, topo: Topology, duration: float) -> FaultSpec:
     target = m["target"]
     if not isinstance(target, str) or not target:
         raise ConfigError("must be a string naming the fault's target", f"{path}.target")
-    at_s = _num(m["at_s"], f"{path}.at_s", lo=0, hi=duration, hi_open=True)
+    at_s = as_num(m["at_s"], f"{path}.at_s", lo=0, hi=duration, hi_open=True)
     until_s: float | None = None
     if m.get("until_s") is not None:
-        until_s = _num(m["until_s"], f"{path}.until_s", lo=at_s, lo_open=True, hi=duration)
+        until_s = as_num(m["until_s"], f"{path}.until_s", lo=at_s, lo_open=True, hi=duration)
     params_raw = m.get("params") or {}
-    params = _mapping(params_raw, f"{path}.params")
+    params = as_mapping(params_raw, f"{path}.params")
     ppath = f"{path}.params"
     checked: dict[str, Any]
     if kind in ("pfc_storm", "incast", "slow_receiver"):
@@ -302,51 +302,52 @@ def _fault(data: Any, path: str, topo: Topology, duration: float) -> FaultSpec:
     elif kind == "buffer_misconfig" and target not in topo.switches:
         raise ConfigError(f"{kind} targets a switch, not {target!r}", f"{path}.target")
     if kind == "pfc_storm":
-        _keys(params, ppath, required=set(), optional={"priority"})
-        checked = {"priority": _int(params.get("priority", 3), f"{ppath}.priority", lo=0, hi=7)}
+        check_keys(params, ppath, required=set(), optional={"priority"})
+        checked = {"priority": as_int(params.get("priority", 3), f"{ppath}.priority", lo=0,
+                                         hi=7)}
     elif kind == "incast":
-        _keys(params, ppath, required={"fan_in"}, optional=set())
-        checked = {"fan_in": _int(params["fan_in"], f"{ppath}.fan_in", lo=1,
+        check_keys(params, ppath, required={"fan_in"}, optional=set())
+        checked = {"fan_in": as_int(params["fan_in"], f"{ppath}.fan_in", lo=1,
                                   hi=max(1, len(topo.hosts) - 1))}
     elif kind == "slow_receiver":
-        _keys(params, ppath, required={"drain_fraction"}, optional=set())
-        checked = {"drain_fraction": _num(params["drain_fraction"], f"{ppath}.drain_fraction",
+        check_keys(params, ppath, required={"drain_fraction"}, optional=set())
+        checked = {"drain_fraction": as_num(params["drain_fraction"], f"{ppath}.drain_fraction",
                                           lo=0, lo_open=True, hi=1, hi_open=True)}
     elif kind == "link_corruption":
-        _keys(params, ppath, required={"rate"}, optional={"direction"})
+        check_keys(params, ppath, required={"rate"}, optional={"direction"})
         direction = params.get("direction", "both")
         if direction not in DIRECTIONS:
             raise ConfigError(f"direction must be one of {', '.join(DIRECTIONS)}",
                               f"{ppath}.direction")
-        checked = {"rate": _num(params["rate"], f"{ppath}.rate", lo=0, lo_open=True, hi=1),
+        checked = {"rate": as_num(params["rate"], f"{ppath}.rate", lo=0, lo_open=True, hi=1),
                    "direction": direction}
     elif kind == "link_flap":
-        _keys(params, ppath, required={"period_s", "down_s"}, optional=set())
-        period = _num(params["period_s"], f"{ppath}.period_s", lo=0, lo_open=True)
-        down = _num(params["down_s"], f"{ppath}.down_s", lo=0, lo_open=True, hi=period,
+        check_keys(params, ppath, required={"period_s", "down_s"}, optional=set())
+        period = as_num(params["period_s"], f"{ppath}.period_s", lo=0, lo_open=True)
+        down = as_num(params["down_s"], f"{ppath}.down_s", lo=0, lo_open=True, hi=period,
                     hi_open=True)
         checked = {"period_s": period, "down_s": down}
     elif kind == "optics_degrade":
-        _keys(params, ppath, required={"start_rate", "end_rate"}, optional=set())
-        start = _num(params["start_rate"], f"{ppath}.start_rate", lo=0, lo_open=True, hi=1)
-        end = _num(params["end_rate"], f"{ppath}.end_rate", lo=start, hi=1)
+        check_keys(params, ppath, required={"start_rate", "end_rate"}, optional=set())
+        start = as_num(params["start_rate"], f"{ppath}.start_rate", lo=0, lo_open=True, hi=1)
+        end = as_num(params["end_rate"], f"{ppath}.end_rate", lo=start, hi=1)
         checked = {"start_rate": start, "end_rate": end}
     elif kind == "ecmp_collision":
-        _keys(params, ppath, required={"flows"}, optional=set())
-        checked = {"flows": _int(params["flows"], f"{ppath}.flows", lo=1, hi=100000)}
+        check_keys(params, ppath, required={"flows"}, optional=set())
+        checked = {"flows": as_int(params["flows"], f"{ppath}.flows", lo=1, hi=100000)}
     elif kind == "buffer_misconfig":
-        _keys(params, ppath, required={"xoff_fraction"}, optional=set())
-        checked = {"xoff_fraction": _num(params["xoff_fraction"], f"{ppath}.xoff_fraction",
+        check_keys(params, ppath, required={"xoff_fraction"}, optional=set())
+        checked = {"xoff_fraction": as_num(params["xoff_fraction"], f"{ppath}.xoff_fraction",
                                          lo=0, lo_open=True, hi=1, hi_open=True)}
     elif kind == "pfc_deadlock":
-        _keys(params, ppath, required={"cycle"}, optional=set())
+        check_keys(params, ppath, required={"cycle"}, optional=set())
         cycle = _cycle(params["cycle"], f"{ppath}.cycle", topo)
         if target not in cycle:
             raise ConfigError(f"the target must be one of the cycle's links {list(cycle)}",
                               f"{path}.target")
         checked = {"cycle": cycle}
     else:  # link_down
-        _keys(params, ppath, required=set(), optional=set())
+        check_keys(params, ppath, required=set(), optional=set())
         checked = {}
     return FaultSpec(kind, target, at_s, until_s, checked)
 
@@ -364,7 +365,7 @@ def _target_link(target: str, path: str, topo: Topology) -> None:
 
 
 def _cycle(data: Any, path: str, topo: Topology) -> tuple[str, ...]:
-    items = _list(data, path)
+    items = as_list(data, path)
     if len(items) < 2:
         raise ConfigError("a cycle needs at least two links", path)
     ends: list[tuple[str, str]] = []
@@ -398,57 +399,3 @@ def orient_cycle(ends: list[tuple[str, str]]) -> list[tuple[str, str]] | None:
             if walk[-1][1] == walk[0][0]:
                 return walk
     return None
-
-
-# --------------------------------------------------------------------------------------------
-# primitive checks
-
-
-def _mapping(data: Any, path: str) -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"must be a mapping, not {type(data).__name__}", path or "(top level)")
-    for k in data:
-        if not isinstance(k, str):
-            raise ConfigError(f"keys must be strings, not {k!r}", path or "(top level)")
-    return data
-
-
-def _list(data: Any, path: str) -> list[Any]:
-    if not isinstance(data, Sequence) or isinstance(data, str | bytes):
-        raise ConfigError(f"must be a list, not {type(data).__name__}", path)
-    return list(data)
-
-
-def _keys(m: Mapping[str, Any], path: str, *, required: set[str], optional: set[str]) -> None:
-    for k in m:
-        if k not in required and k not in optional:
-            allowed = ", ".join(sorted(required | optional)) or "none"
-            raise ConfigError(f"unknown field (allowed: {allowed})", _join(path, k))
-    for k in sorted(required):
-        if k not in m:
-            raise ConfigError("is required", _join(path, k))
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _int(v: Any, path: str, lo: int | None = None, hi: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ConfigError(f"must be an integer, not {v!r}", path)
-    if lo is not None and v < lo:
-        raise ConfigError(f"must be >= {lo}, got {v}", path)
-    if hi is not None and v > hi:
-        raise ConfigError(f"must be <= {hi}, got {v}", path)
-    return v
-
-
-def _num(v: Any, path: str, lo: float | None = None, hi: float | None = None, *,
-         lo_open: bool = False, hi_open: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise ConfigError(f"must be a number, not {v!r}", path)
-    if lo is not None and (v < lo or (lo_open and v == lo)):
-        raise ConfigError(f"must be {'>' if lo_open else '>='} {lo}, got {v}", path)
-    if hi is not None and (v > hi or (hi_open and v == hi)):
-        raise ConfigError(f"must be {'<' if hi_open else '<='} {hi}, got {v}", path)
-    return v

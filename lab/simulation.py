@@ -13,8 +13,6 @@ an ECMP collision starting or ending.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -27,7 +25,7 @@ from lab.routing import RouteInputs, Router
 from lab.scenario import Scenario
 from lab.stats import StatsTicker
 from lab.traffic import DemandJitter, build_entries, build_flows
-from lab.wiring import N_PRIO, IntArray, Wiring, build_wiring
+from lab.wiring import IntArray, Wiring, build_wiring
 
 DEFAULT_DT = 0.01
 DEFAULT_TICK = 0.1
@@ -36,7 +34,7 @@ DEFAULT_TICK = 0.1
 class Simulation:
     def __init__(self, scenario: Scenario, *, dt: float = DEFAULT_DT,
                  tick_s: float = DEFAULT_TICK, buffers: BufferProfile | None = None,
-                 jitter: bool = True) -> None:
+                 jitter: bool = True, dcqcn: bool = False) -> None:
         if tick_s < dt or abs(tick_s / dt - round(tick_s / dt)) > 1e-6:
             raise ValueError("tick_s must be a whole number of steps")
         self.scenario = scenario
@@ -51,7 +49,7 @@ class Simulation:
         self.router = Router(w, self.flows, self.entries, scenario.routing, scenario.seed)
         storm_prios = tuple(int(f.params["priority"]) for f in scenario.faults
                             if f.kind == "pfc_storm")
-        self.physics = Physics(w, self.entries.prio, self.buffers, dt, storm_prios)
+        self.physics = Physics(w, self.entries.prio, self.buffers, dt, storm_prios, dcqcn)
         self.counters = CounterState(w)
         window = max(1, round(scenario.sample_interval_s / tick_s))
         self.stats = StatsTicker(w, self.physics, self.counters, self.buffers, window,
@@ -180,28 +178,8 @@ class Simulation:
             rate = rate * self.jitter.at(self.t)
         self.physics.offered = rate[e.flow] * e.share
 
-    # ------------------------------------------------------------------ observations
-
-    def link_utilisation(self) -> NDArray[np.float64]:
-        """Per channel: bytes/s offered by the entries routed over it (what TE plans with)."""
-        ph = self.physics
-        out = np.zeros(self.wiring.n_ports)
-        for tier in range(ph.ch.shape[1]):
-            m = np.flatnonzero((ph.ch[:, tier] >= 0) & ph.routable)
-            np.add.at(out, ph.ch[m, tier], ph.offered[m])
-        return out
-
-    def pause_state(self) -> NDArray[np.float64]:
-        """Pause fraction imposed on each (channel, priority 0..7) for the next step."""
-        ph = self.physics
-        return ph.expand(np.maximum(ph.phi, ph._forced)).reshape(-1, N_PRIO)
-
     @property
     def done(self) -> bool:
         return self.t >= self.scenario.duration_s - self.dt / 2 or (
             self._finite and bool(np.all(self.physics.remaining <= 0.5))
             and self.physics.queued_bytes() < 1.0)
-
-    @staticmethod
-    def steps_for(seconds: float, dt: float) -> int:
-        return math.ceil(seconds / dt - 1e-9)

@@ -41,6 +41,7 @@ class SimView:
         self.history: deque[tuple[int, NDArray[np.float64]]] = deque(
             [(self.pub, self.snapshot)], maxlen=block.slots)
         self._cond: asyncio.Condition | None = None
+        self.overrun = 0        # snapshots overwritten before the agents read them
 
     @property
     def time_s(self) -> float:
@@ -67,7 +68,9 @@ class SimView:
         latest = self.block.latest()
         if latest == self.pub:
             return False
-        for pub in range(max(self.pub + 1, latest - self.block.slots + 1), latest + 1):
+        first = max(self.pub + 1, latest - self.block.slots + 1)
+        self.overrun += first - (self.pub + 1)
+        for pub in range(first, latest + 1):
             snap = self.block.read_pub(pub)
             if snap is not None:
                 self.history.append((pub, snap))

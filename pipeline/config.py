@@ -114,6 +114,10 @@ class StoreSettings(Strict):
     rollup_1h_days: int = Field(730, ge=1)
     #: how often the retention job drops expired partitions (servers without TTL)
     retention_check_s: float = Field(3600.0, gt=0)
+    #: keep the 1-minute and 1-hour rollups (materialised views). Each view costs the server
+    #: about as much per inserted sample as the raw insert itself (docs/benchmarks.md); a
+    #: deployment that cannot afford it turns them off and long ranges read raw samples.
+    rollups: bool = True
     clickhouse: ClickHouseSettings = ClickHouseSettings()
 
 

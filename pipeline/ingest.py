@@ -73,8 +73,9 @@ class Ingest:
     """One ingest consumer: gathers up to ``max_rows`` or ``max_wait_s``, inserts, commits."""
 
     def __init__(self, bus: Bus, store: Store, topics: Topics, group: str = "ingest",
-                 max_rows: int = 200_000, max_wait_s: float = 0.5) -> None:
+                 max_rows: int = 200_000, max_wait_s: float = 0.5, inflight: int = 2) -> None:
         self.store = store
+        self.inflight = max(1, inflight)
         self.topics = topics
         self.max_rows = max_rows
         self.max_wait_s = max_wait_s
@@ -200,44 +201,56 @@ class Ingest:
                 failure = exc
 
     def run(self, stop: threading.Event) -> None:
-        """Loop until ``stop``. While one batch is being inserted (by a helper thread) the next
-        is gathered; a batch's offsets are committed once it is stored, in order. A store or bus
-        outage is retried with backoff, never skipped."""
+        """Loop until ``stop``. Up to ``inflight`` batches are inserted by helper threads while
+        the next is gathered (a server spreads concurrent inserts over its cores); a batch's
+        offsets are committed once it and every batch before it are stored, in order. A store
+        or bus outage is retried with backoff, never skipped."""
+        from collections import deque
         from concurrent.futures import Future, ThreadPoolExecutor
 
-        inserter = ThreadPoolExecutor(1, thread_name_prefix="rocewatch-ingest-insert")
-        inflight: tuple[_Pending, Future[None]] | None = None
+        inserter = ThreadPoolExecutor(self.inflight, thread_name_prefix="rocewatch-insert")
+        queue: deque[tuple[_Pending, Future[None]]] = deque()
         poll_backoff = 0.5
+
+        def settle() -> bool:
+            """Commit, in order, the batches at the head of the queue that are stored; when the
+            queue is full, wait for its head. False when stopped before a failed batch could be
+            stored."""
+            while queue:
+                previous, future = queue[0]
+                if not future.done() and len(queue) < self.inflight:
+                    return True
+                try:
+                    future.result()
+                except (StoreError, BusError) as exc:
+                    if not self._retry(previous, stop, exc):
+                        return False
+                queue.popleft()
+                self._commit(previous)
+            return True
+
         try:
             while not stop.is_set():
                 pending = self.gather(stop)
-                if inflight is not None:  # the previous batch: stored? then commit it
-                    previous, future = inflight
-                    inflight = None
-                    try:
-                        future.result()
-                        done = True
-                    except (StoreError, BusError) as exc:
-                        done = self._retry(previous, stop, exc)
-                    if not done:
-                        break
-                    self._commit(previous)
+                if not settle():
+                    break
                 if pending.messages:
-                    inflight = (pending, inserter.submit(self.finish, pending))
+                    queue.append((pending, inserter.submit(self.finish, pending)))
                     poll_backoff = 0.5
                 elif pending.error is not None:  # the broker is away: wait, then again
                     log.error("ingest cannot poll (will retry in %.1fs): %s", poll_backoff,
                               pending.error)
                     stop.wait(poll_backoff)
-                    poll_backoff = min(poll_backoff * 2, 30.0)
-            if inflight is not None:  # stopping: finish and commit what is in flight
-                previous, future = inflight
+                    poll_backoff = min(poll_backoff * 2, 5.0)  # the client reconnects by itself
+            # stopping: store and commit what is in flight; a failure now is redelivered later
+            for previous, future in queue:
                 try:
                     future.result()
-                    self._commit(previous)
                 except (StoreError, BusError) as exc:
                     log.warning("stopping with a batch not stored (it will be redelivered): %s",
                                 exc)
+                    break
+                self._commit(previous)
         finally:
             inserter.shutdown(wait=True)
             self.close()

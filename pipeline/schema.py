@@ -310,24 +310,27 @@ class Dialect:
                 f"\nGROUP BY {group}")
 
     def schema(self, database: str, retention_days: int, rollup_retention_days: dict[str, int],
-               cluster: str = "", replicated: bool | None = None) -> list[str]:
-        """Every statement that creates the whole store, in order."""
+               cluster: str = "", replicated: bool | None = None,
+               rollups: tuple[Rollup, ...] | None = None) -> list[str]:
+        """Every statement that creates the whole store, in order (``rollups``: which of
+        :data:`ROLLUPS` to keep; all by default)."""
         replicated = bool(cluster) if replicated is None else replicated
+        kept = ROLLUPS if rollups is None else rollups
         on_cluster = f" ON CLUSTER {cluster}" if cluster and replicated else ""
         out = [f"CREATE DATABASE IF NOT EXISTS {database}{on_cluster}"]
         for table in TABLES:
             out.append(self.create_table(database, table, retention_days, cluster, replicated))
-        for rollup in ROLLUPS:
+        for rollup in kept:
             out.append(self.create_rollup(database, rollup, rollup_retention_days[rollup.name],
                                           cluster, replicated))
         if cluster:
             for table in TABLES:
                 out.append(self.create_distributed(database, table.name, table.shard_by,
                                                    cluster, replicated))
-            for rollup in ROLLUPS:
+            for rollup in kept:
                 out.append(self.create_distributed(database, rollup.name, "device", cluster,
                                                    replicated))
-        for rollup in ROLLUPS:
+        for rollup in kept:
             out.append(self.create_rollup_view(database, rollup, cluster, replicated))
         return out
 

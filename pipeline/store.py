@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from pipeline.config import StoreSettings
 from pipeline.errors import QueryError
 from pipeline.model import ActionResult, Alert, SampleBatch
-from pipeline.schema import ROLLUP_1H, ROLLUP_1M, Dialect
+from pipeline.schema import ROLLUP_1H, ROLLUP_1M, ROLLUPS, Dialect, Rollup
 
 Columns = dict[str, NDArray[Any]]
 
@@ -124,6 +124,11 @@ def batch_token(batch: SampleBatch) -> str:
 def rollup_retention(settings: StoreSettings) -> dict[str, int]:
     """Days each rollup table keeps, by table name."""
     return {ROLLUP_1M.name: settings.rollup_1m_days, ROLLUP_1H.name: settings.rollup_1h_days}
+
+
+def kept_rollups(settings: StoreSettings) -> tuple[Rollup, ...]:
+    """The rollups a store keeps (none when ``store.rollups`` is off)."""
+    return ROLLUPS if settings.rollups else ()
 
 
 def open_store(settings: StoreSettings) -> Store:

@@ -21,7 +21,14 @@ from pipeline.errors import StoreError
 from pipeline.metrics import CATALOG
 from pipeline.model import ActionResult, Alert, SampleBatch
 from pipeline.schema import ACTIONS, ALERTS, MODERN, Table
-from pipeline.store import Columns, action_columns, alert_columns, batch_token, rollup_retention
+from pipeline.store import (
+    Columns,
+    action_columns,
+    alert_columns,
+    batch_token,
+    kept_rollups,
+    rollup_retention,
+)
 
 _METRIC_NAMES = pa.array([m.name for m in CATALOG])
 _TS = pa.timestamp("ns", tz="UTC")
@@ -57,7 +64,8 @@ class ChdbStore:
     def ddl(self) -> list[str]:
         """The statements :meth:`migrate` runs."""
         return self.dialect.schema(self.database, self.retention_days,
-                                   rollup_retention(self.settings))
+                                   rollup_retention(self.settings),
+                                   rollups=kept_rollups(self.settings))
 
     def migrate(self) -> None:
         for statement in self.ddl():

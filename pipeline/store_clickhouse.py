@@ -25,7 +25,13 @@ from pipeline.errors import StoreError
 from pipeline.metrics import CATALOG
 from pipeline.model import ActionResult, Alert, SampleBatch
 from pipeline.schema import ACTIONS, ALERTS, SAMPLES, Dialect, Table, dialect_for_version
-from pipeline.store import Columns, action_columns, alert_columns, rollup_retention
+from pipeline.store import (
+    Columns,
+    action_columns,
+    alert_columns,
+    kept_rollups,
+    rollup_retention,
+)
 
 log = logging.getLogger("rocewatch.store")
 
@@ -118,7 +124,8 @@ class ClickHouseStore:
     def ddl(self) -> list[str]:
         """The statements :meth:`migrate` runs, for this server and configuration."""
         return self.dialect.schema(self.database, self.settings.retention_days,
-                                   rollup_retention(self.settings), self.cluster)
+                                   rollup_retention(self.settings), self.cluster,
+                                   rollups=kept_rollups(self.settings))
 
     def migrate(self) -> None:
         for statement in self.ddl():

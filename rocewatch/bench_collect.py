@@ -20,13 +20,14 @@ import asyncio
 import contextlib
 import cProfile
 import ctypes
-import multiprocessing as mp
+import json
 import os
 import platform
 import resource
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -65,17 +66,19 @@ def cpu_seconds() -> float:
 
 # -- the lab in a child process ---------------------------------------------------------------
 
-
-def _serve_lab(scenario: str, speed: float, out_dir: str, conn: Any) -> None:
-    from lab.runtime import Lab
-
-    lab = Lab(scenario, speed=speed, out_dir=Path(out_dir))
-    lab.start()
-    try:
-        conn.send(lab.agents())
-        conn.recv()
-    finally:
-        lab.stop()
+# The lab runs in a child interpreter: it prints its agents document as one JSON line when its
+# agents are up, and stops when its standard input closes.
+_LAB_CHILD = """
+import json, sys
+from pathlib import Path
+from lab.runtime import Lab
+lab = Lab(sys.argv[1], speed=float(sys.argv[2]), out_dir=Path(sys.argv[3])).start()
+try:
+    print(json.dumps(lab.agents()), flush=True)
+    sys.stdin.read()
+finally:
+    lab.stop()
+"""
 
 
 @contextlib.contextmanager
@@ -83,22 +86,25 @@ def lab_process(workdir: Path, speed: float, spines: int, leaves: int,
                 hosts: int) -> Iterator[dict[str, Any]]:
     scenario = workdir / "bench.yaml"
     scenario.write_text(SCENARIO.format(spines=spines, leaves=leaves, hosts=hosts))
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_serve_lab, args=(str(scenario), speed, str(workdir / "lab"),
-                                                 child), daemon=True)
-    proc.start()
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
+    proc = subprocess.Popen([sys.executable, "-c", _LAB_CHILD, str(scenario), str(speed),
+                             str(workdir / "lab")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
     try:
-        if not parent.poll(120):
-            raise click.ClickException("the lab did not start within 120 s")
-        yield parent.recv()
+        line = proc.stdout.readline()
+        if not line:
+            raise click.ClickException("the lab did not start (see its output above)")
+        yield json.loads(line)
     finally:
-        with contextlib.suppress(OSError):
-            parent.send("stop")
-        proc.join(30)
-        if proc.is_alive():
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
             proc.terminate()
-            proc.join(10)
+            proc.wait(10)
 
 
 def record_lab(agents: dict[str, Any], seconds: float) -> list[Recording]:
@@ -368,8 +374,6 @@ def _recorded(work: Path, seconds: float, speed: float, recordings: Path | None,
 def _live(work: Path, seconds: float, speed: float, leaves: int) -> None:
     with lab_process(work, speed, spines=4, leaves=leaves, hosts=24) as agents:
         agents_file = work / "agents.json"
-        import json
-
         agents_file.write_text(json.dumps(agents))
         result = live_rate(agents_file, seconds)
     click.echo(f"\ngNMI live against the lab ({result['targets']:.0f} switches, speed {speed:g}, "

@@ -50,14 +50,17 @@ def lab() -> None:
               show_default=True, help="gNMI transport security")
 @click.option("--snmp-version", type=click.Choice(["2c", "3"]), default="2c", show_default=True,
               help="what agents.json tells collectors to use (agents accept both)")
+@click.option("--dcqcn/--no-dcqcn", default=False, show_default=True,
+              help="senders react to ECN marks (off: PFC-only, as Meta runs at 400G)")
 def run(scenario: Path, speed: float, out_dir: Path, base_port: int, tls: str,
-        snmp_version: str) -> None:
+        snmp_version: str, dcqcn: bool) -> None:
     """Serve SCENARIO's fabric until it ends or Ctrl-C."""
     from lab.runtime import Lab
 
     try:
         the_lab = Lab(scenario, speed=speed, out_dir=out_dir, base_port=base_port,
-                      tls=None if tls == "none" else tls, snmp_version=snmp_version)
+                      tls=None if tls == "none" else tls, snmp_version=snmp_version,
+                      dcqcn=dcqcn)
         the_lab.start()
     except RocewatchError as exc:
         raise _fail(exc) from exc
@@ -125,16 +128,19 @@ def topology(scenario: Path) -> None:
               default=None, help="default: 4 spines x 16 leaves x 128 hosts, all gNMI")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("var/lab-bench"), show_default=True)
+@click.option("--in-process", is_flag=True,
+              help="run the simulator as a thread of the agents' process (to compare)")
 @click.option("--json", "as_json", is_flag=True, help="print the raw numbers as JSON")
 def bench(speed: float, seconds: float, scenario_path: Path | None, out_dir: Path,
-          as_json: bool) -> None:
+          in_process: bool, as_json: bool) -> None:
     """Measure the simulated speed reached with every gNMI agent streaming to a subscriber."""
     from lab.bench import format_bench, run_bench
     from lab.scenario import load_scenario
 
     try:
         sc = load_scenario(scenario_path) if scenario_path else None
-        result = run_bench(speed=speed, seconds=seconds, out_dir=out_dir, scenario=sc)
+        result = run_bench(speed=speed, seconds=seconds, out_dir=out_dir, scenario=sc,
+                           isolate=not in_process)
     except RocewatchError as exc:
         raise _fail(exc) from exc
     click.echo(json.dumps(result, indent=2) if as_json else format_bench(result))
@@ -150,9 +156,12 @@ def bench(speed: float, seconds: float, scenario_path: Path | None, out_dir: Pat
               help="bytes each rank sends per AllReduce step, in MB")
 @click.option("--modes", default="ecmp,eecmp,pinned,te", show_default=True)
 @click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--job-fraction", type=click.FloatRange(0.05, 1.0), default=1.0, show_default=True,
+              help="below 1, each trial's job runs on a random subset of the hosts")
 @click.option("--json", "as_json", is_flag=True, help="print the raw numbers as JSON")
 def compare(trials: int, qps: int, spines: int, leaves: int, hosts_per_leaf: int,
-            message_mb: float, modes: str, seed: int, as_json: bool) -> None:
+            message_mb: float, modes: str, seed: int, job_fraction: float,
+            as_json: bool) -> None:
     """AllReduce completion times under each routing mode (the Meta RoCE observations)."""
     from lab.compare import MODES, CompareSpec, format_table, run_compare
 
@@ -162,7 +171,8 @@ def compare(trials: int, qps: int, spines: int, leaves: int, hosts_per_leaf: int
         raise click.BadParameter(f"unknown mode(s) {bad}; choose from {MODES}",
                                  param_hint="--modes")
     spec = CompareSpec(spines=spines, leaves=leaves, hosts_per_leaf=hosts_per_leaf, qps=qps,
-                       message_bytes=message_mb * 1e6, trials=trials, seed=seed)
+                       message_bytes=message_mb * 1e6, trials=trials, seed=seed,
+                       job_fraction=job_fraction)
     try:
         result = run_compare(spec, chosen)
     except RocewatchError as exc:

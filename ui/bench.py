@@ -122,6 +122,17 @@ def fill_alerts(store: Store, fabric: Fabric, episodes: int) -> int:
     return len(alerts)
 
 
+def settle(store: Store, limit_s: float = 120.0) -> float:
+    """Wait (at most ``limit_s``) until the engine has no merges running; returns the wait."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < limit_s:
+        running = store.query("SELECT count() AS n FROM system.merges")["n"]
+        if not len(running) or int(running[0]) == 0:
+            break
+        time.sleep(0.5)
+    return time.perf_counter() - t0
+
+
 def timed(call: Callable[[], httpx.Response], runs: int) -> tuple[list[float], int]:
     call()  # warm caches and connections
     out = []
@@ -166,8 +177,11 @@ def query(samples: int, leaves: int, interval_s: float, episodes: int, runs: int
                    f"{(fabric.end_ns - fabric.start_ns) / 3600 / NS:.1f} h at {interval_s:g} s; "
                    f"inserted in {insert_s:.1f} s ({rows / insert_s / 1e6:.2f} M rows/s, "
                    f"rollups included); {alert_rows:,} alert rows")
-        query_layer = Query(store, fabric.topology,
-                            options=StatusOptions(silent_after_s=1e9))
+        settle_s = settle(store)
+        click.echo(f"background merges settled in {settle_s:.1f} s")
+        # no answer caches: every request below pays its full cost
+        query_layer = Query(store, fabric.topology, options=StatusOptions(
+            silent_after_s=1e9, status_cache_s=0, utilisation_cache_s=0))
         running = start_background(create_app(query_layer))
         dev, port = fabric.ports[len(fabric.ports) // 2]
         span_h = (fabric.end_ns - fabric.start_ns) / 3600 / NS
@@ -190,7 +204,7 @@ def query(samples: int, leaves: int, interval_s: float, episodes: int, runs: int
              {"at": str(fabric.start_ns + (fabric.end_ns - fabric.start_ns) // 2)}),
             ("alerts: episodes in the last hour", "/v1/alerts", {"start": "now-1h"}),
             ("incidents: firing now, with symptoms", "/v1/incidents", {}),
-            ("status: whole fabric (levels + utilisation)", "/v1/status", {}),
+            ("status: whole fabric (levels + utilisation), uncached", "/v1/status", {}),
         ]
         lines = []
         try:
@@ -204,9 +218,11 @@ def query(samples: int, leaves: int, interval_s: float, episodes: int, runs: int
         finally:
             running.stop()
             store.close()
-    click.echo(f"machine: {os.cpu_count()} CPUs, {platform.python_implementation()} "
-               f"{platform.python_version()}; {runs} sequential requests per case over HTTP "
-               f"(httpx → uvicorn on 127.0.0.1)")
+    load = os.getloadavg()[0]
+    click.echo(f"machine: {os.cpu_count()} CPUs (load average {load:.1f} at the end), "
+               f"{platform.python_implementation()} {platform.python_version()}; {runs} "
+               f"sequential requests per case over HTTP (httpx → uvicorn on 127.0.0.1), "
+               f"answer caches off")
     click.echo("| request | p50 ms | p95 ms | max ms | answer KiB |")
     click.echo("|---|---:|---:|---:|---:|")
     for line in lines:

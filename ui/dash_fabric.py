@@ -83,27 +83,38 @@ def picture(topo: TopologyView, status: FabricStatus, search: str) -> None:
 
 
 def who_is_not_ok(status: FabricStatus, search: str) -> list[EntityStatus]:
-    """The entities that are not ok, worst first, narrowed by ``search``; returns them."""
+    """The entities that are not ok, narrowed by ``search``: the red ones and the incidents
+    first, the rest (symptoms, warnings, no data) folded below; returns them all."""
+    needle = search.lower()
     found = [e for e in status.entities
-             if not search or search.lower() in e.entity.lower()
-             or search.lower() in e.alert.lower()]
+             if not needle or needle in e.entity.lower() or needle in e.alert.lower()]
     if not found:
         st.markdown(":green[●] **Nothing matches.**" if search else ":green[●] **Every link, "
                     "host and switch is ok.**")
         return []
     now = status.clock.now_ns
+    first = [e for e in found if e.level == "critical" or e.root_cause]
+    rest = [e for e in found if e not in first]
+    if first:
+        st.html(_rows(first[:LIST_MAX], now))
+    if rest:
+        with st.expander(f"{len(rest)} more: symptoms, warnings, no data", expanded=not first):
+            st.html(_rows(rest[:LIST_MAX], now))
+            if len(rest) > LIST_MAX:
+                st.caption(f"{len(rest) - LIST_MAX} more not shown: search to narrow the list")
+    return found
+
+
+def _rows(entities: list[EntityStatus], now_ns: int) -> str:
     rows = []
-    for e in found[:LIST_MAX]:
+    for e in entities:
         what = "incident" if e.root_cause else ("no data" if e.level == "nodata" else "symptom")
-        since = f" · {age(e.since_ns, now)}" if e.since_ns else ""
+        since = f" · {age(e.since_ns, now_ns)}" if e.since_ns else ""
         rows.append(
             f'<div class="rw-row" style="margin:3px 0">{badge(e.entity, e.level, e.summary)} '
             f'<b>{html.escape(e.alert)}</b> <span style="color:#666">({e.kind}, {what}'
             f'{since})</span>{_summary(e)}</div>')
-    st.html("".join(rows))
-    if len(found) > LIST_MAX:
-        st.caption(f"{len(found) - LIST_MAX} more not shown: search to narrow the list")
-    return found
+    return "".join(rows)
 
 
 def _summary(e: EntityStatus) -> str:

@@ -114,7 +114,7 @@ def live(url: str, search: str, user: str) -> None:
                f"refreshed {clock_time(status.clock.wall_ns)} wall clock")
     dash_fabric.banner(status)
     dash_fabric.counts(status)
-    left, right = st.columns([3, 2])
+    left, right = st.columns([5, 3])
     with left:
         dash_fabric.picture(topo, status, search)
     with right:

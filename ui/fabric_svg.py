@@ -3,7 +3,7 @@
 Two drawings, chosen by size:
 
 * ``picture`` (up to :data:`PICTURE_MAX_LEAVES` leaves): spines on top, leaves below, hosts under
-  their leaf; links are lines. Everything not ok is thick and labelled with its name.
+  their leaf; links are lines. Everything not ok is thick and coloured; red ones carry their name.
 * ``tiles`` (larger fabrics): one tile per switch; a leaf's tile takes the worst level of the leaf,
   its uplinks and its hosts, so a 500-leaf fabric is a few hundred tiles, not ten thousand lines.
   Tiles that are not ok carry their name and what is wrong in their tooltip.
@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ui.dash_style import COLOURS, svg_text, worst
-from ui.views import EntityStatus, TopologyView
+from ui.views import LEVELS, EntityStatus, TopologyView
 
-PICTURE_MAX_LEAVES = 32
+PICTURE_MAX_LEAVES = 24
 _OK_LINK = "#b9d7b0"
 
 
@@ -41,9 +41,9 @@ def _level(entity: str, statuses: Mapping[str, EntityStatus]) -> str:
     return status.level if status else "ok"
 
 
-def _text(x: float, y: float, text: str, size: int = 12, anchor: str = "middle",
+def _text(x: float, y: float, text: str, size: float = 12, anchor: str = "middle",
           weight: str = "normal", fill: str = "#1a1a1a") -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size:.1f}" text-anchor="{anchor}" '
             f'font-family="monospace" font-weight="{weight}" fill="{fill}">'
             f'{svg_text(text)}</text>')
 
@@ -59,11 +59,10 @@ def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawin
     hosts_by_leaf: dict[str, list[str]] = {leaf: [] for leaf in leaves}
     for host in topo.hosts:
         hosts_by_leaf.setdefault(host["port"].split(":")[0], []).append(host["name"])
-    per_leaf = max([len(h) for h in hosts_by_leaf.values()] + [1])
-    col = max(110.0, per_leaf * 34.0)
-    width = max(700.0, col * len(leaves) + 40)
-    y_spine, y_leaf, y_host = 40.0, 210.0, 320.0
-    height = y_host + 60
+    width, height = 1000.0, 370.0
+    y_spine, y_leaf, y_host = 40.0, 200.0, 300.0
+    col = (width - 40) / max(1, len(leaves), len(spines))
+    box_w, font = min(96.0, col - 8), max(9.0, min(14.0, col / 6.5))
 
     def xs(n: int) -> list[float]:
         step = (width - 40) / max(1, n)
@@ -71,10 +70,11 @@ def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawin
 
     x_spine = dict(zip(spines, xs(len(spines)), strict=True))
     x_leaf = dict(zip(leaves, xs(len(leaves)), strict=True))
+    leaf_col = (width - 40) / max(1, len(leaves))
     parts: list[str] = []
     labels: list[str] = []
-    # links first, ok ones below the others
-    links = sorted(topo.links, key=lambda ln: _level(ln["id"], statuses) != "ok")
+    # ok links at the bottom, the worst on top
+    links = sorted(topo.links, key=lambda ln: -LEVELS.index(_level(ln["id"], statuses)))
     for link in links:
         a, b = link["a"].split(":")[0], link["b"].split(":")[0]
         spine, leaf = (a, b) if a in x_spine else (b, a)
@@ -83,18 +83,18 @@ def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawin
         level = _level(link["id"], statuses)
         x1, y1, x2, y2 = x_spine[spine], y_spine + 16, x_leaf[leaf], y_leaf - 16
         colour = _OK_LINK if level == "ok" else COLOURS[level]
-        stroke = 2 if level == "ok" else 6
         parts.append(
             f'<line data-entity="{svg_text(link["id"])}" data-level="{level}" '
             f'x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{colour}" '
-            f'stroke-width="{stroke}" stroke-linecap="round">'
+            f'stroke-width="{2 if level == "ok" else 6}" stroke-linecap="round">'
             f'<title>{svg_text(_title(link["id"], statuses.get(link["id"])))}</title></line>')
-        if level != "ok":
+        if level == "critical":  # only the red ones are named: the list names the rest
             mx, my = x1 + (x2 - x1) * 0.55, y1 + (y2 - y1) * 0.55
-            labels.append(f'<rect x="{mx - 4.1 * len(link["id"]) - 4:.1f}" y="{my - 11:.1f}" '
-                          f'width="{8.2 * len(link["id"]) + 8:.1f}" height="16" rx="3" '
-                          f'fill="#ffffff" stroke="{colour}" stroke-width="2"/>')
-            labels.append(_text(mx, my + 1, link["id"], 12, weight="bold", fill=colour))
+            w = 0.62 * 14 * len(link["id"]) + 10
+            labels.append(f'<rect x="{mx - w / 2:.1f}" y="{my - 13:.1f}" width="{w:.1f}" '
+                          f'height="19" rx="3" fill="#ffffff" stroke="{colour}" '
+                          f'stroke-width="2"/>')
+            labels.append(_text(mx, my + 2, link["id"], 14, weight="bold", fill=colour))
     for name, x, y in [(s, x_spine[s], y_spine) for s in spines] + \
             [(leaf, x_leaf[leaf], y_leaf) for leaf in leaves]:
         level = _level(name, statuses)
@@ -103,35 +103,38 @@ def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawin
         parts.append(
             f'<g data-entity="{svg_text(name)}" data-level="{level}">'
             f'<title>{svg_text(_title(name, statuses.get(name)))}</title>'
-            f'<rect x="{x - 46:.1f}" y="{y - 16:.1f}" width="92" height="32" rx="6" '
-            f'fill="{fill}" stroke="#4d4d4d" stroke-width="1.5"/>'
-            + _text(x, y + 5, name, 13, weight="bold", fill=fg) + "</g>")
+            f'<rect x="{x - box_w / 2:.1f}" y="{y - 16:.1f}" width="{box_w:.1f}" height="32" '
+            f'rx="6" fill="{fill}" stroke="#4d4d4d" stroke-width="1.5"/>'
+            + _text(x, y + font / 3, name, font, weight="bold", fill=fg) + "</g>")
     for leaf in leaves:
         names = hosts_by_leaf.get(leaf, [])
         if not names:
             continue
-        spacing = min(34.0, (col - 10) / len(names))
+        spacing = min(34.0, (leaf_col - 8) / len(names))
+        size = max(4.0, min(18.0, spacing * 0.75))
+        named = spacing >= 22
         x0 = x_leaf[leaf] - spacing * (len(names) - 1) / 2
         for i, host_name in enumerate(names):
             level = _level(host_name, statuses)
             hx = x0 + spacing * i
             wire = _OK_LINK if level == "ok" else COLOURS[level]
             parts.append(f'<line x1="{x_leaf[leaf]:.1f}" y1="{y_leaf + 16:.1f}" x2="{hx:.1f}" '
-                         f'y2="{y_host - 10:.1f}" stroke="{wire}" '
+                         f'y2="{y_host - size / 2:.1f}" stroke="{wire}" '
                          f'stroke-width="{1.5 if level == "ok" else 5}"/>')
             parts.append(
                 f'<g data-entity="{svg_text(host_name)}" data-level="{level}">'
                 f'<title>{svg_text(_title(host_name, statuses.get(host_name)))}</title>'
-                f'<rect x="{hx - 10:.1f}" y="{y_host - 10:.1f}" width="20" height="20" rx="3" '
-                f'fill="{COLOURS[level]}" stroke="#4d4d4d"/></g>')
-            if level != "ok" or len(topo.hosts) <= 64:
-                weight = "normal" if level == "ok" else "bold"
-                fill = "#4d4d4d" if level == "ok" else COLOURS[level]
-                labels.append(_text(hx, y_host + (24 if i % 2 == 0 else 38), host_name,
-                                    10 if level == "ok" else 13, weight=weight, fill=fill))
+                f'<rect x="{hx - size / 2:.1f}" y="{y_host - size / 2:.1f}" width="{size:.1f}" '
+                f'height="{size:.1f}" rx="2" fill="{COLOURS[level]}" stroke="#4d4d4d"/></g>')
+            red = level == "critical"
+            if red or named:
+                labels.append(_text(hx, y_host + size / 2 + (14 if i % 2 == 0 else 28),
+                                    host_name, 15 if red else 11,
+                                    weight="bold" if red else "normal",
+                                    fill=COLOURS[level] if red else "#4d4d4d"))
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" class="rw-fabric" data-mode="picture" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" width="100%" '
-           f'style="max-height:420px;background:#fafafa;border-radius:8px">'
+           f'style="background:#fafafa;border-radius:8px">'
            + "".join(parts) + "".join(labels) + "</svg>")
     return Drawing(svg, "picture", len(parts))
 

@@ -3,7 +3,8 @@
 A counter's latest rate is its increase from the first to the last sample of the window divided by
 the time between them (duplicate-insensitive: only the window's two end points matter); a decrease
 over the window is a reset (rate from zero) or, for Counter32 sources, a wrap. The same read gives
-every port's utilisation for the fabric status and every metric of one switch for the drill-down.
+every port's utilisation for the fabric status (from the 1-minute rollup when the store has it:
+then the window starts at the beginning of a minute bucket) and every metric of one switch.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.metrics import CATALOG, METRIC_ID, Kind
+from pipeline.schema import Rollup
 from pipeline.store import Store, literal
 from ui.params import NS
 from ui.series import increase
@@ -40,18 +42,45 @@ def latest_sql(store: Store, end_ns: int, window_ns: int, metrics: Sequence[str]
         conds.append(f"device = {literal(device)}")
     if port is not None:
         conds.append(f"port = {literal(port)}")
+    t = d.stored("ts")  # the bare column: no per-row expression before the filter
     return (
-        f"SELECT device, port, metric, qual, min(t) AS t0, max(t) AS t1, argMin(v, t) AS v0, "
-        f"argMax(v, t) AS v1, argMax(f, t) AS f1 FROM (SELECT device, port, metric, qual, "
-        f"{d.time_ns('ts')} AS t, value AS v, flags AS f FROM {store.database}.samples "
-        f"WHERE {' AND '.join(conds)}) GROUP BY device, port, metric, qual "
+        f"SELECT device, port, metric, qual, min({t}) AS t0, max({t}) AS t1, "
+        f"argMin(value, {t}) AS v0, argMax(value, {t}) AS v1, argMax(flags, {t}) AS f1 "
+        f"FROM {store.database}.samples WHERE {' AND '.join(conds)} "
+        f"GROUP BY device, port, metric, qual ORDER BY device, port, metric, qual"
+    )
+
+
+def rollup_latest_sql(store: Store, rollup: Rollup, end_ns: int, window_ns: int,
+                      metrics: Sequence[str]) -> str:
+    """:func:`latest_sql` for the whole fabric from a rollup: one row per series and bucket
+    instead of one per sample. The recent rows of every series sit in a different part of the
+    sort order, so a fabric-wide read touches most of the table; the rollup's table is far
+    smaller."""
+    d = store.dialect
+    bucket = d.time_cmp("bucket")
+    conds = [f"{bucket} >= {d.ns_to_time(end_ns - window_ns - rollup.bucket_ns)}",
+             f"{bucket} <= {d.ns_to_time(end_ns)}",
+             f"metric IN ({', '.join(literal(m) for m in metrics)})"]
+    return (
+        f"SELECT device, port, metric, qual, min(a0) AS t0, max(a1) AS t1, argMin(w0, a0) AS v0, "
+        f"argMax(w1, a1) AS v1, max(fl) AS f1 FROM (SELECT device, port, metric, qual, "
+        f"{d.stored('bucket')} AS rb, argMinMerge(v_first) AS w0, argMaxMerge(v_last) AS w1, "
+        f"minMerge(t_first) AS a0, maxMerge(t_last) AS a1, groupBitOrMerge(flags_or) AS fl "
+        f"FROM {store.database}.{rollup.name} WHERE {' AND '.join(conds)} "
+        f"GROUP BY device, port, metric, qual, rb) GROUP BY device, port, metric, qual "
         f"ORDER BY device, port, metric, qual"
     )
 
 
 def latest(store: Store, end_ns: int, window_ns: int, metrics: Sequence[str],
-           device: str | None = None, port: str | None = None) -> list[LatestRow]:
-    cols = store.query(latest_sql(store, end_ns, window_ns, metrics, device, port))
+           device: str | None = None, port: str | None = None,
+           rollup: Rollup | None = None) -> list[LatestRow]:
+    """Latest values and rates; fabric-wide reads may pass a rollup to read instead."""
+    sql = (rollup_latest_sql(store, rollup, end_ns, window_ns, metrics)
+           if rollup is not None and metrics and device is None and port is None
+           else latest_sql(store, end_ns, window_ns, metrics, device, port))
+    cols = store.query(sql)
     n = len(cols.get("device", ()))
     if n == 0:
         return []

@@ -45,6 +45,7 @@ class _Sub:
     heartbeat_s: float
     next_due: float = 0.0
     last_full: float = 0.0
+    skipped: int = 0          # samples never sent because snapshots were missed
 
 
 class SubscriptionPlan:
@@ -115,6 +116,7 @@ def _due(sub: _Sub, snap: np.ndarray, now: float, ts: int) -> pb.SubscribeRespon
         if now < sub.next_due - eps:
             return None
         missed = int((now - sub.next_due) // sub.interval_s) if sub.interval_s > 0 else 0
+        sub.skipped += missed
         sub.next_due += (missed + 1) * sub.interval_s
         if sub.suppress and not heartbeat:
             return sub.sel.delta(snap, ts)

@@ -35,12 +35,12 @@ def usable_matrix(wiring: Wiring, usable_link: NDArray[np.bool_]) -> NDArray[np.
 def isolates(wiring: Wiring, usable_link: NDArray[np.bool_]) -> str | None:
     """A description of the first leaf pair left without any path, or None."""
     m = usable_matrix(wiring, usable_link)
+    leaves = wiring.topology.leaves
+    for i in np.flatnonzero(~m.any(axis=1)).tolist():
+        return f"would isolate {leaves[i]} (no usable uplink left)"
     reach = (m.astype(np.int64) @ m.T.astype(np.int64)) > 0              # (L, L)
     for i, j in zip(*np.nonzero(~reach), strict=True):
-        if i <= j:
-            leaves = wiring.topology.leaves
-            if i == j:
-                return f"would isolate {leaves[i]} (no usable uplink left)"
+        if i < j:
             return f"would leave no path between {leaves[i]} and {leaves[j]}"
     return None
 

@@ -207,3 +207,22 @@ def test_a_link_going_down_moves_its_traffic_and_counts_carrier_transitions() ->
     assert sim.counters.port[up, cf.P_OPER] == cf.OPER_DOWN
     assert sim.counters.port[up, cf.P_CARRIER] == 1
     assert sim.counters.port[up, cf.P_LAST_CHANGE] == pytest.approx(1.0)
+
+
+def test_dcqcn_senders_back_off_on_ecn_and_relieve_pfc() -> None:
+    def run(dcqcn: bool) -> Simulation:
+        sc = make_scenario(fabric={"spines": 1, "leaves": 1, "hosts_per_leaf": 4}, traffic=[
+            {"pattern": "incast", "hosts": ["host4", "host1", "host2", "host3"], "load": 1.0}])
+        sim = Simulation(sc, jitter=False, dcqcn=dcqcn)
+        sim.run_until(2.0)
+        return sim
+
+    pfc_only, with_dcqcn = run(False), run(True)
+    pauses = lambda s: s.counters.prio[:, 3, cf.Q_PFC_TX].sum()   # noqa: E731
+    assert pauses(with_dcqcn) < 0.5 * pauses(pfc_only)
+    assert with_dcqcn.physics.rate_factor.max() < 0.9
+    assert (pfc_only.physics.rate_factor == 1.0).all()
+    # the receiver still runs near line rate either way (DCQCN trades a little of it)
+    for sim in (pfc_only, with_dcqcn):
+        out = _c(sim, "leaf1", "Ethernet4", cf.P_OUT_OCTETS) / 2.0
+        assert out > 0.85 * LINE

@@ -15,7 +15,7 @@ def view(spines: int, leaves: int, hosts: int) -> TopologyView:
 
 
 def status(entity: str, kind: str, level: str = "critical") -> EntityStatus:
-    return EntityStatus(entity=entity, kind=kind, level=level, alert="faulty_link",  # type: ignore[arg-type]
+    return EntityStatus(entity=entity, kind=kind, level=level, alert="faulty_link",
                         fingerprint="0" * 16, root_cause=True, summary="<b>x</b> & y",
                         since_ns=1, alerts=1)
 
@@ -35,7 +35,8 @@ def test_picture_colours_only_the_faulty_link() -> None:
 
 
 def test_big_fabrics_are_tiles() -> None:
-    topo = view(16, PICTURE_MAX_LEAVES * 8, 16)
+    topo = view(16, 256, 16)
+    assert PICTURE_MAX_LEAVES < 256
     bad = {"host778": status("host778", "host"), "leaf200": status("leaf200", "switch",
                                                                    "warning")}
     drawing = draw(topo, bad)

@@ -140,9 +140,9 @@ def test_rollups_agree_with_raw_samples(store: Any) -> None:
         rolled = q.series("leaf1", "Ethernet1", "if_in_octets", start=t0, end=end, step=step,
                           source=source).results[0]
         assert rolled.source == f"samples_{source}" and raw.source == "samples"
-        assert np.allclose(values(raw), values(rolled))
+        assert np.allclose(np.array(values(raw), float), np.array(values(rolled), float))
         for how in ("max", "min", "last"):
-            kw = {"start": t0, "end": end, "step": step, "agg": how}
+            kw: dict[str, Any] = {"start": t0, "end": end, "step": step, "agg": how}
             raw_g = q.series("leaf1", "Ethernet1", "queue_watermark_bytes", source="raw", **kw)
             rolled_g = q.series("leaf1", "Ethernet1", "queue_watermark_bytes", source=source,
                                 **kw)

@@ -1,0 +1,105 @@
+"""The deployment files: Docker cannot run here, so their structure is checked, and every role
+config the compose file hands a container must pass ``check-config`` for that role."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from collectors.inventory import load_inventory
+from rocewatch.app import ROLES
+from rocewatch.settings import check, load_settings
+
+DOCKER = Path(__file__).resolve().parents[2] / "docker"
+REPO = DOCKER.parent
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    data = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def role_services(compose: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """service name → (role, service) for every rocewatch container."""
+    out = {}
+    for name, svc in compose["services"].items():
+        command = svc.get("command") or []
+        if command[:1] == ["run"]:
+            assert command[1] == "--role", f"{name}: {command}"
+            out[name] = (command[2], svc)
+    return out
+
+
+def container_env(svc: dict[str, Any]) -> dict[str, str]:
+    """The service's environment with compose's ${VAR:-default} filled from the defaults."""
+    env = {}
+    for key, value in (svc.get("environment") or {}).items():
+        env[key] = re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*:-([^}]*)\}", r"\1", str(value))
+    return env
+
+
+def host_path(container_path: str, svc: dict[str, Any]) -> Path:
+    for volume in svc.get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if container_path.startswith(target + "/"):
+            return (DOCKER / source / container_path[len(target) + 1:]).resolve()
+    raise AssertionError(f"{container_path} is not on a volume of the service")
+
+
+def test_the_engines_are_there_with_health_checks(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert services["kafka"]["image"].startswith("apache/kafka:4.")
+    assert services["clickhouse"]["image"].startswith("clickhouse/clickhouse-server:")
+    assert services["kafka"]["environment"]["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    for engine in ("kafka", "clickhouse"):
+        assert services[engine]["healthcheck"]["test"]
+
+
+def test_every_role_runs_in_a_container_of_its_own(compose: dict[str, Any]) -> None:
+    roles = [role for role, _ in role_services(compose).values()]
+    assert sorted(roles) == sorted(ROLES)
+    ingest = next(svc for role, svc in role_services(compose).values() if role == "ingest")
+    assert ingest["deploy"]["replicas"] >= 2, "ingest consumers share the partitions"
+    for _, svc in role_services(compose).values():
+        assert svc["depends_on"]["kafka"]["condition"] == "service_healthy"
+        assert svc["build"]["dockerfile"] == "docker/Dockerfile"
+
+
+def test_published_ports_bind_loopback_only(compose: dict[str, Any]) -> None:
+    for name, svc in compose["services"].items():
+        for port in svc.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port}"
+
+
+@pytest.mark.parametrize("service", ["collect", "ingest", "detect", "remediate", "api"])
+def test_each_role_config_passes_check_config(compose: dict[str, Any], service: str) -> None:
+    role, svc = role_services(compose)[service]
+    env = container_env(svc)
+    config = host_path(env["ROCEWATCH_CONFIG"], svc)
+    settings = load_settings(config, env=env)
+    check(settings, (role,))
+    # separate processes need the shared engines, not the embedded ones
+    assert settings.bus.kind == "kafka" and settings.store.kind == "clickhouse"
+    for spec in settings.collectors:
+        targets = spec.options.get("targets")
+        if targets:
+            assert load_inventory(host_path(targets, svc)).targets
+
+
+def test_the_image_holds_every_package(compose: dict[str, Any]) -> None:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    packages = [p.rstrip("*") for p in pyproject["tool"]["setuptools"]["packages"]["find"]
+                ["include"]]
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    ignore = (DOCKER / "Dockerfile.dockerignore").read_text()
+    for package in packages:
+        assert f"COPY {package} ./{package}" in dockerfile, package
+        assert f"!{package}/**" in ignore, package
+    assert 'ENTRYPOINT ["rocewatch"' in dockerfile and "USER rocewatch" in dockerfile
