@@ -21,14 +21,11 @@ blocking), and a PG that never drains converges to a full pause. Because the han
 PG at XOFF whatever ``dt`` is, the model stays stable from microsecond steps (where transients are
 visible) to the 10 ms steps the lab runs at (where the queues sit at their equilibria).
 
-With ``dcqcn`` on, senders also react to ECN like DCQCN's reaction point, in fluid form: each
-step an entry's rate factor is cut multiplicatively in proportion to the fraction of its bytes
-marked along its path (RED on the egress queues, Kmin/Kmax/Pmax), and recovers additively when
-unmarked. Off by default: Meta ran its 400G fabric PFC-only (notes/anchors-papers.md §1.1).
+With ``dcqcn`` on, senders also react to ECN marks (:mod:`lab.dcqcn`).
 
 Only *active* priorities are simulated (those carrying traffic, the lossless ones, and any a fault
-pauses), so per-channel arrays are ``ports x active`` wide, usually ``ports x 1``; :meth:`harvest`
-expands a tick's accumulators to all eight priorities for :mod:`lab.stats`.
+pauses), so per-channel arrays are ``ports x active`` wide, usually ``ports x 1``; ``prios`` maps
+the active slots back to priorities for :mod:`lab.stats`.
 """
 
 from __future__ import annotations
@@ -39,16 +36,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lab.buffers import BufferProfile
+from lab.dcqcn import react
 from lab.wiring import N_PRIO, N_TIERS, TIER_LEAF_DOWN, IntArray, Wiring
 
 F64 = NDArray[np.float64]
 _EPS = 1e-9
 _TINY = 1e-30
-# tuned on a 3:1 incast: PFC frames fall ~5x while the bottleneck stays above 90% busy
-_DCQCN_CUT = 0.3            # largest multiplicative cut per step
-_DCQCN_GAIN = 5.0           # marked fraction (x gain) that triggers the full cut
-_DCQCN_RECOVER_PER_S = 2.0  # additive recovery of the rate factor per second unmarked
-_DCQCN_FLOOR = 0.01
 
 
 @dataclass
@@ -133,7 +126,7 @@ class Physics:
         self.delivered: F64 = np.zeros(n_ent)
         self.dcqcn = dcqcn
         self.rate_factor: F64 = np.ones(n_ent)        # DCQCN sending-rate multiplier
-        self._ecn_slot = np.tile(self.ecn_capable[self.prios], n_ports).astype(np.float64)
+        self.ecn_slot = np.tile(self.ecn_capable[self.prios], n_ports).astype(np.float64)
         empty = np.zeros(0, dtype=np.int64)
         self._m: list[IntArray] = [empty] * N_TIERS   # entries present at each tier
         self._k: list[IntArray] = [empty] * N_TIERS   # their (channel, slot) keys
@@ -150,12 +143,6 @@ class Physics:
 
     def _compact(self, per8: F64) -> F64:
         return np.ascontiguousarray(per8[:, self.prios]).ravel()
-
-    def expand(self, flat: F64) -> F64:
-        """(port x active) values as flat (port x 8), zero for inactive priorities."""
-        out = np.zeros((self.n_ports, N_PRIO))
-        out[:, self.prios] = flat.reshape(self.n_ports, self.n_act)
-        return out.ravel()
 
     def set_conditions(self, *, loss: F64, forced: F64, forced_busy: F64, rx_drain: F64,
                        stuck: F64, xoff_scale: F64) -> None:
@@ -306,7 +293,7 @@ class Physics:
                 queue += _bincount(self._k[tier], self.q[tier][m], n)
         self.queue = queue
         if self.dcqcn:
-            self._react(queue)
+            react(self, queue)
         self.acc_tx += tx
         if any_loss:
             self.acc_lost += lost_k
@@ -424,23 +411,6 @@ class Physics:
         self.acc_frames += 2.0 * cycles * dt + eff * dt / self._refresh_flat
         self.acc_pause_s += eff * dt
 
-    def _react(self, queue: F64) -> None:
-        """DCQCN-like: cut each sender's rate by the share of its bytes ECN marks, else recover."""
-        buf = self.buf
-        slope = buf.ecn_pmax / (buf.ecn_kmax_bytes - buf.ecn_kmin_bytes)
-        p = np.where(queue >= buf.ecn_kmax_bytes, 1.0,
-                     np.maximum(queue - buf.ecn_kmin_bytes, 0.0) * slope) * self._ecn_slot
-        clear = np.ones(len(self.prio))
-        for tier in range(1, N_TIERS):
-            m = self._m[tier]
-            if m.size:
-                clear[m] *= 1.0 - p[self._k[tier]]
-        marked = 1.0 - clear
-        rf = self.rate_factor
-        rf *= 1.0 - _DCQCN_CUT * np.minimum(marked * _DCQCN_GAIN, 1.0)
-        rf += (marked <= 0.0) * _DCQCN_RECOVER_PER_S * self.dt
-        np.clip(rf, _DCQCN_FLOOR, 1.0, out=rf)
-
     def _tail_drop(self, tier: int) -> None:
         m, k = self._m[tier], self._k[tier]
         n = self.n_ports * self.n_act
@@ -458,29 +428,14 @@ class Physics:
 
     # ------------------------------------------------------------------ observations
 
-    def pg_load(self, util: F64) -> F64:
-        """Per (channel, active prio): the load on whatever drains the PG that channel feeds.
+    def tiers(self) -> list[tuple[IntArray, IntArray]]:
+        """Per tier: the entries present there and their (channel, active prio) keys."""
+        return list(zip(self._m, self._k, strict=True))
 
-        A switch PG drains into the egress ports its traffic continues on (offered-weighted mean
-        of their utilisation). A NIC drains at line rate, so bursts never build its buffer up; a
-        slow receiver's stalls are modelled as its pause duty instead (0 here)."""
-        n = self.n_ports * self.n_act
-        num = np.zeros(n)
-        den = np.zeros(n)
-        for up in range(3):
-            m = self._m[up]
-            if not m.size:
-                continue
-            if up == 0:
-                nxt = np.where(self._inter0, self.ch[m, 1], self.ch[m, 3])
-            else:
-                nxt = self.ch[m, up + 1]
-            wgt = self.offered[m]
-            num += _bincount(self._k[up], wgt * util[nxt], n)
-            den += _bincount(self._k[up], wgt, n)
-        out = np.divide(num, den, out=np.zeros(n), where=den > 0)
-        out[np.repeat(self.w.tier == TIER_LEAF_DOWN, self.n_act)] = 0.0
-        return out
+    @property
+    def inter0(self) -> NDArray[np.bool_]:
+        """For the tier-0 entries: whether they continue to tier 1 (else straight to tier 3)."""
+        return self._inter0
 
     def queued_bytes(self) -> float:
         return float(sum(float(q.sum()) for q in self.q))

@@ -27,7 +27,7 @@ from lab import counters as cf
 from lab.buffers import BufferProfile
 from lab.counters import CounterState
 from lab.physics import F64, Physics
-from lab.wiring import Wiring
+from lab.wiring import TIER_LEAF_DOWN, Wiring
 
 _MAX_RHO = 0.98
 
@@ -128,7 +128,7 @@ class StatsTicker:
         fluid_frac = np.minimum(h.pause_s / span, 1.0)
         pg_mean = h.pgsum / span
         room = np.maximum(h.xoff - pg_mean, 0.0)
-        rho_pg = np.minimum(np.maximum(ph.pg_load(util), 0.0), _MAX_RHO)
+        rho_pg = np.minimum(np.maximum(pg_load(ph, util), 0.0), _MAX_RHO)
         lam_pg = (1.0 - rho_pg) / b
         # only below the fluid XOFF regime: there the fluid pause already accounts for it
         calm = active & self._lossless & (pg_mean < h.xoff - h.band)
@@ -157,3 +157,27 @@ def _expected_mark(qf: F64, rho: F64, lam: F64, buf: BufferProfile) -> F64:
         jump = np.where(qf < kmax, (1.0 - pmax) * np.exp(-lam * (kmax - qf)), 0.0)
     py = np.minimum(p0 + ramp + jump, 1.0)
     return np.asarray((1.0 - rho) * p0 + rho * py, dtype=np.float64)
+
+
+def pg_load(ph: Physics, util: F64) -> F64:
+    """Per (channel, active prio): the load on whatever drains the PG that channel feeds.
+
+    A switch PG drains into the egress ports its traffic continues on (offered-weighted mean of
+    their utilisation). A NIC drains at line rate, so bursts never build its buffer up; a slow
+    receiver's stalls are modelled as its pause duty instead (0 here)."""
+    n = ph.n_ports * ph.n_act
+    num = np.zeros(n)
+    den = np.zeros(n)
+    tiers = ph.tiers()
+    for up in range(3):
+        m, k = tiers[up]
+        if not m.size:
+            continue
+        # where the PG's bytes continue: tier-0 entries go to tier 1, or to tier 3 within a leaf
+        nxt = np.where(ph.inter0, ph.ch[m, 1], ph.ch[m, 3]) if up == 0 else ph.ch[m, up + 1]
+        wgt = ph.offered[m]
+        num += np.bincount(k, wgt * util[nxt], minlength=n)
+        den += np.bincount(k, wgt, minlength=n)
+    out = np.divide(num, den, out=np.zeros(n), where=den > 0)
+    out[np.repeat(ph.w.tier == TIER_LEAF_DOWN, ph.n_act)] = 0.0
+    return out

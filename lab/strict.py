@@ -11,6 +11,7 @@ from typing import Any
 
 from pipeline.errors import ConfigError
 
+
 def as_mapping(data: Any, path: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise ConfigError(f"must be a mapping, not {type(data).__name__}", path or "(top level)")

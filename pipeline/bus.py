@@ -55,7 +55,7 @@ class Topics:
 
     @property
     def commands(self) -> str:
-        """Approvals, repairs, silences entered by people (``remediation.commands``)."""
+        """Approvals, repairs, silences entered by people (``pipeline.commands``)."""
         return self.prefix + "commands"
 
     def all(self) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pipeline.model import Alert
 from remediation.alertview import match_labels
-from remediation.matchers import Matcher, match_all, parse_matchers
+from pipeline.matchers import Matcher, match_all, parse_matchers
 from remediation.settings import InhibitRule
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from remediation.matchers import Matcher, match_all, parse_matchers
+from pipeline.matchers import Matcher, match_all, parse_matchers
 from remediation.settings import RouteSettings
 
 ALL_LABELS = "..."

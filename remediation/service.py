@@ -33,7 +33,7 @@ from remediation import state
 from remediation.alerting import Alerting, build_receivers
 from remediation.audit import Recorder
 from remediation.clock import EventClock
-from remediation.commands import Command, ExpireSilence, Silence, decode_command
+from pipeline.commands import Command, ExpireSilence, Silence, decode_command
 from remediation.drain import Drainer
 from remediation.receivers.base import Receiver
 from remediation.scheduler import Heartbeat

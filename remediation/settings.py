@@ -17,7 +17,7 @@ from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_v
 
 from pipeline.config import PluginSpec, Strict
 from pipeline.errors import ConfigError
-from remediation.matchers import parse_matchers
+from pipeline.matchers import parse_matchers
 
 Mode = Literal["dry_run", "approval", "auto"]
 #: modes from the most to the least cautious; a runbook runs in the more cautious of two

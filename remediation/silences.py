@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from remediation.matchers import Matcher, match_all, parse_matcher, parse_matchers
+from pipeline.matchers import Matcher, match_all, parse_matcher, parse_matchers
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Publishing the commands people enter (approve or reject a drain, record a repair, silence,
 resume automation) on the bus's ``commands`` topic, where remediation applies them.
 
-The message format is remediation's (:mod:`remediation.commands`); this is the one module of the
+The message format is the core's (:mod:`pipeline.commands`); this is the one module of the
 read side that knows it, so the API's request bodies are exactly what remediation decodes. The
 target is checked against the fabric's naming before anything is published, and the answer to a
 command arrives later as an audit record (``action: command``) in ``/v1/actions``.
@@ -13,7 +13,7 @@ import threading
 import time
 
 from pipeline.bus import Bus, Producer, Topics
-from remediation.commands import Command, command_key, encode_command
+from pipeline.commands import Command, command_key, encode_command
 from ui.params import check_name
 
 __all__ = ["Command", "CommandPublisher"]

@@ -13,8 +13,9 @@ from ui.client import ApiClient
 from ui.views import SeriesResult, SeriesSet, TopologyView
 
 RANGES = ("5m", "15m", "1h", "6h", "24h", "7d")
-#: steps that keep the long ranges within the API's point budget (and let it read rollups)
-STEPS = {"1h": "15s", "6h": "2m", "24h": "5m", "7d": "1h"}
+#: about 100-180 points per chart (a chart is ~450 px wide), within the API's point budget;
+#: whole minutes from 6h on, so the API can read the rollups
+STEPS = {"5m": "2s", "15m": "10s", "1h": "30s", "6h": "2m", "24h": "10m", "7d": "1h"}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pipeline.topology import Port
-from remediation.commands import Approve, Reject, Repair, Resume
+from pipeline.commands import Approve, Reject, Repair, Resume
 from remediation.runs import Phase
 from tests.remediation.gnmi_target import Targets
 from tests.remediation.rig import Rig, fabric, settings

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from remediation.commands import Repair
+from pipeline.commands import Repair
 from remediation.devices import DeviceDirectory
 from remediation.runs import Phase
 from remediation.settings import GnmiSettings

@@ -8,7 +8,7 @@ from pipeline.errors import ConfigError
 from pipeline.model import Severity
 from remediation.dispatch import Dispatcher, ReceiverCaps
 from remediation.inhibition import Inhibitor
-from remediation.matchers import parse_matcher
+from pipeline.matchers import parse_matcher
 from remediation.routing import build_routes
 from remediation.settings import InhibitRule, RemediationSettings, RouteSettings
 from remediation.silences import Silences

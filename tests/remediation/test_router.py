@@ -15,7 +15,7 @@ from pipeline.model import ActionResult, BatchBuilder, alerts_to_json
 from pipeline.stage import StageContext
 from pipeline.topology import spine_leaf
 from remediation import router, state
-from remediation.commands import Approve, Silence, encode_command
+from pipeline.commands import Approve, Silence, encode_command
 from remediation.settings import RemediationSettings
 from remediation.silences import Silences
 from tests.remediation.gnmi_target import Targets

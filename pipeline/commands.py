@@ -1,4 +1,5 @@
-"""Commands people give remediation, on the commands topic: approve or reject a pending runbook,
+"""Commands people give remediation (a core message type: the API publishes them on the commands
+topic, remediation applies them): approve or reject a pending runbook,
 record a repair, add or expire a silence, resume automation after a halt.
 
 One JSON object per message (``kind`` says which), keyed by ``target`` when there is one. The UI
@@ -21,7 +22,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from pipeline.errors import ConfigError, DecodeError
-from remediation.matchers import parse_matchers
+from pipeline.matchers import parse_matchers
 
 VERSION = 1
 
