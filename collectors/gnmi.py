@@ -34,8 +34,9 @@ class GnmiOptions(CollectorOptions):
     connect_timeout_s: float = Field(5.0, gt=0)
     backoff_initial_s: float = Field(0.5, gt=0)
     backoff_max_s: float = Field(30.0, gt=0)
-    #: a stream silent for this many sample intervals is reopened
+    #: a stream silent for this many sample intervals is reopened, but not before idle_min_s
     idle_intervals: float = Field(10.0, gt=1)
+    idle_min_s: float = Field(10.0, ge=0)
     #: gRPC keepalive pings (0 = off; some targets refuse frequent pings)
     keepalive_s: float = Field(0.0, ge=0)
 
@@ -65,7 +66,8 @@ class GnmiCollector(Collector):
         session_options = SessionOptions(
             connect_timeout_s=options.connect_timeout_s,
             backoff_initial_s=options.backoff_initial_s, backoff_max_s=options.backoff_max_s,
-            idle_intervals=options.idle_intervals, keepalive_s=options.keepalive_s)
+            idle_intervals=options.idle_intervals, idle_min_s=options.idle_min_s,
+            keepalive_s=options.keepalive_s)
         mappers: dict[str, PathMapper] = {}
         self.targets: dict[str, _Target] = {}
         for target in targets:

@@ -168,23 +168,38 @@ class GnmiDecoder:
     def _expand(self, obj: dict[str, Any], prefix: pb.Path, path: pb.Path,
                 table: dict[Any, int], key: bytes) -> None:
         """A JSON map continues the path with its member names (SONiC's port → field maps)."""
-        base = canonical(path_elems(prefix, path))
+        base = ""
+        get, plain = table.get, self.mapper.plain
+        add_sid, add_val = self._sids.append, self._vals.append
         stack: list[tuple[tuple[str, ...], dict[str, Any]]] = [((), obj)]
         while stack:
             names, node = stack.pop()
             for name, value in node.items():
-                leaf = (*names, _member(name))
-                if isinstance(value, dict):
+                leaf = (*names, name)
+                if type(value) is dict:
                     stack.append((leaf, value))
                     continue
                 ckey = (key, *leaf)
-                sid = table.get(ckey)
+                sid = get(ckey)
                 if sid is None:
-                    sid = table[ckey] = self.mapper.resolve(base + "/" + "/".join(leaf))
-                if sid == UNKNOWN:
-                    self.tally.record(self.health, "unknown_path", f"{base}/{'/'.join(leaf)}")
-                elif sid != IGNORED:
-                    self._append(sid, value, prefix, path)
+                    base = base or canonical(path_elems(prefix, path))
+                    text = base + "/" + "/".join(_member(n) for n in leaf)
+                    sid = table[ckey] = self.mapper.resolve(text)
+                if sid < 0:
+                    if sid == UNKNOWN:
+                        self.tally.record(self.health, "unknown_path",
+                                          f"{base or canonical(path_elems(prefix, path))}/"
+                                          f"{'/'.join(leaf)}")
+                    continue
+                if type(value) is str and plain[sid]:  # SONiC's "123": the common case
+                    try:
+                        add_val(int(value))
+                    except ValueError:
+                        pass
+                    else:
+                        add_sid(sid)
+                        continue
+                self._append(sid, value, prefix, path)
 
     def _append(self, sid: int, value: Any, prefix: pb.Path, path: pb.Path) -> None:
         spec = self.mapper.specs[sid]

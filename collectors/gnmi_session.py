@@ -68,8 +68,10 @@ class SessionOptions:
     connect_timeout_s: float = 5.0
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
-    #: a stream silent for this many sample intervals (wall time) is torn down and reopened
+    #: a stream silent for this many sample intervals (wall time) is torn down and reopened,
     idle_intervals: float = 10.0
+    #: but never sooner than this (a busy target at a fast simulated clock is not a hung one)
+    idle_min_s: float = 10.0
     keepalive_s: float = 0.0
 
 
@@ -182,7 +184,8 @@ class GnmiSession:
 
     def check_idle(self, wall: float) -> None:
         """Tear the stream down if it has been silent too long (a hung target)."""
-        limit = self.options.idle_intervals * self.health.interval_wall
+        limit = max(self.options.idle_intervals * self.health.interval_wall,
+                    self.options.idle_min_s)
         stream = self._stream
         if stream is None or not self.health.connected or wall - self._last_message <= limit:
             return

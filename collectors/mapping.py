@@ -137,6 +137,8 @@ class PathMapper:
         self._by_path: dict[str, int] = {}
         self._by_series: dict[tuple[int, str, int], int] = {}
         self.specs: list[Spec] = []
+        #: per spec: its value is a plain number (no enum), so a numeric string parses inline
+        self.plain: list[bool] = []
         self.ports: list[str] = [""]
         self._port_code: dict[str, int] = {"": 0}
         self._lock = threading.Lock()
@@ -181,6 +183,7 @@ class PathMapper:
                 sid = len(self.specs)
                 self.specs.append(Spec(leaf.metric_code, port, qual, enum, leaf.scale, flags,
                                        rule.sampled))
+                self.plain.append(enum is None)
                 self.scaled = self.scaled or leaf.scale != 1.0
                 self._by_series[key] = sid
                 if port not in self._port_code:

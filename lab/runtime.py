@@ -125,8 +125,9 @@ class Lab:
 
     def _start(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self._block = SharedBlock(self.layout.size)
-        job = (self.scenario, self.options, self._block.name, self.layout.size)
+        self._block = SharedBlock(self.layout.size, slots=self._ring_slots())
+        job = (self.scenario, self.options, self._block.name, self.layout.size,
+               self._block.slots)
         if self.isolate:
             mine, theirs = socket.socketpair()
             env = dict(os.environ)
@@ -165,6 +166,12 @@ class Lab:
             model.epoch_ns = self.epoch_ns
         self.control.send_raw(("go", t0))
         self._write_files()
+
+    def _ring_slots(self) -> int:
+        """Snapshots kept for late readers: about a wall second's worth, within 64 MB."""
+        per_wall_s = self.speed / self.options.tick_s
+        by_memory = (64 << 20) // (self.layout.size * 8)
+        return int(max(8, min(max(32, per_wall_s), 1024, by_memory)))
 
     def _start_agents(self) -> None:
         assert self._host and self.view and self.control

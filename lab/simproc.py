@@ -17,8 +17,8 @@ from lab.runner import serve_simulation
 
 def main(argv: list[str]) -> int:
     fd = int(argv[1])
-    scenario, options, shm_name, size = pickle.loads(sys.stdin.buffer.read())
-    serve_simulation(scenario, options, shm_name, size, Connection(fd))
+    scenario, options, shm_name, size, slots = pickle.loads(sys.stdin.buffer.read())
+    serve_simulation(scenario, options, shm_name, size, slots, Connection(fd))
     return 0
 
 

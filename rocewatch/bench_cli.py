@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "collect": "rocewatch.bench_collect:collect",
     "detect": "rocewatch.bench_detect:detect",
     "lab": "rocewatch.lab_cli:bench",
+    "query": "ui.bench:query",
 }
 
 

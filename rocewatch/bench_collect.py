@@ -198,19 +198,16 @@ def live_rate(agents_file: Path, seconds: float, warmup: float = 3.0) -> dict[st
 
 
 @contextlib.contextmanager
-def snmpd(workdir: Path, pairs: int) -> Iterator[tuple[str | None, int]]:
-    """net-snmp's snmpd on loopback; inside a namespace with ``pairs`` veth pairs when root."""
+def snmpd(workdir: Path, pairs: int, agents: int) -> Iterator[tuple[str | None, list[int]]]:
+    """``agents`` net-snmp snmpd processes on loopback (one device each); inside a namespace
+    with ``pairs`` veth pairs when root."""
     if shutil.which("snmpd") is None:
         raise click.ClickException("snmpd is not installed (apt-get install snmpd snmp)")
     netns = f"rwbench{os.getpid()}" if pairs and os.geteuid() == 0 else None
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
     conf = workdir / "snmpd.conf"
     conf.write_text("rocommunity bench 127.0.0.1\n")
-    cmd = ["snmpd", "-f", "-m", "", "-C", "-c", str(conf), "-Lf", str(workdir / "snmpd.log"),
-           "-p", str(workdir / "snmpd.pid"), f"udp:127.0.0.1:{port}"]
-    proc = None
+    procs: list[subprocess.Popen[bytes]] = []
+    ports: list[int] = []
     try:
         if netns:
             subprocess.run(["ip", "netns", "add", netns], check=True)
@@ -220,20 +217,31 @@ def snmpd(workdir: Path, pairs: int) -> Iterator[tuple[str | None, int]]:
                     f"link set Ethernet{2 * k + 1} up", f"link set Ethernet{2 * k + 2} up")]
             subprocess.run(["ip", "-n", netns, "-batch", "-"], input="\n".join(script).encode(),
                            check=True)
-            cmd = ["ip", "netns", "exec", netns, *cmd]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                env={**os.environ, "SNMP_PERSISTENT_DIR": str(workdir)})
-        probe = ["snmpget", "-m", "", "-v2c", "-c", "bench", "-r", "0", "-t", "0.3",
-                 f"127.0.0.1:{port}", "1.3.6.1.2.1.1.3.0"]
-        probe = ["ip", "netns", "exec", netns, *probe] if netns else probe
-        deadline = time.monotonic() + 10
-        while subprocess.run(probe, capture_output=True, check=False).returncode != 0:
-            if time.monotonic() > deadline:
-                raise click.ClickException("snmpd did not answer within 10 s")
-        yield netns, port
+        wrap = ["ip", "netns", "exec", netns] if netns else []
+        for i in range(agents):
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+            cmd = ["snmpd", "-f", "-m", "", "-C", "-c", str(conf), "-Lf",
+                   str(workdir / f"snmpd{i}.log"), "-p", str(workdir / f"snmpd{i}.pid"),
+                   f"udp:127.0.0.1:{port}"]
+            procs.append(subprocess.Popen([*wrap, *cmd], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL,
+                                          env={**os.environ, "SNMP_PERSISTENT_DIR":
+                                               str(workdir / f"snmpd{i}")}))
+            ports.append(port)
+        for port in ports:
+            probe = [*wrap, "snmpget", "-m", "", "-v2c", "-c", "bench", "-r", "0", "-t", "0.3",
+                     f"127.0.0.1:{port}", "1.3.6.1.2.1.1.3.0"]
+            deadline = time.monotonic() + 10
+            while subprocess.run(probe, capture_output=True, check=False).returncode != 0:
+                if time.monotonic() > deadline:
+                    raise click.ClickException(f"snmpd on port {port} did not answer in 10 s")
+        yield netns, ports
     finally:
-        if proc is not None:
+        for proc in procs:
             proc.terminate()
+        for proc in procs:
             proc.wait(10)
         if netns:
             subprocess.run(["ip", "netns", "del", netns], check=False)
@@ -263,7 +271,8 @@ def in_netns(netns: str | None, fn: Callable[[], Any]) -> Any:
     return result["value"]
 
 
-async def _poll_back_to_back(port: int, pollers: int, seconds: float) -> dict[str, float]:
+async def _poll_back_to_back(ports: list[int], pollers: int,
+                             seconds: float) -> dict[str, float]:
     from collectors.snmp_client import V2cChannel, V2cTarget
     from collectors.snmp_poll import SnmpPoller
 
@@ -274,6 +283,7 @@ async def _poll_back_to_back(port: int, pollers: int, seconds: float) -> dict[st
     tally = ErrorTally("bench")
     workers = []
     for i in range(pollers):
+        port = ports[i % len(ports)]
         health = TargetHealth(f"snmpd{i}", "snmp", f"127.0.0.1:{port}", "snmp", 1.0,
                               DeviceClock())
         client = V2cTarget(channel, ("127.0.0.1", port), "bench", 2.0, 1)
@@ -314,13 +324,15 @@ async def _poll_back_to_back(port: int, pollers: int, seconds: float) -> dict[st
               help="Keep the recordings made from the lab here.")
 @click.option("--snmp-pairs", default=32, show_default=True,
               help="veth pairs for snmpd to serve (needs root; 0 = loopback's interfaces).")
+@click.option("--snmp-agents", default=2, show_default=True,
+              help="snmpd processes (devices) to poll; snmpd is single-threaded.")
 @click.option("--snmp-pollers", default=4, show_default=True,
-              help="Concurrent pollers walking snmpd.")
+              help="Concurrent pollers, spread over the agents.")
 @click.option("--profile", "profile_out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a cProfile of the recorded-decode part here.")
 def collect(parts: tuple[str, ...], seconds: float, speed: float, leaves: int,
             recordings: Path | None, save_recordings: Path | None, snmp_pairs: int,
-            snmp_pollers: int, profile_out: Path | None) -> None:
+            snmp_agents: int, snmp_pollers: int, profile_out: Path | None) -> None:
     """Decoded gNMI updates/s per core (recorded and live) and SNMP varbinds/s."""
     parts = parts or ("gnmi-recorded", "gnmi-live", "snmp")
     click.echo(f"rocewatch bench collect: {platform.python_implementation()} "
@@ -332,7 +344,7 @@ def collect(parts: tuple[str, ...], seconds: float, speed: float, leaves: int,
         if "gnmi-live" in parts:
             _live(work, seconds, speed, leaves)
         if "snmp" in parts:
-            _snmp(work, seconds, snmp_pairs, snmp_pollers)
+            _snmp(work, seconds, snmp_pairs, snmp_agents, snmp_pollers)
 
 
 def _recorded(work: Path, seconds: float, speed: float, recordings: Path | None,
@@ -384,14 +396,15 @@ def _live(work: Path, seconds: float, speed: float, leaves: int) -> None:
                f"errors {result['errors']:.0f}")
 
 
-def _snmp(work: Path, seconds: float, pairs: int, pollers: int) -> None:
-    with snmpd(work, pairs) as (netns, port):
+def _snmp(work: Path, seconds: float, pairs: int, agents: int, pollers: int) -> None:
+    with snmpd(work, pairs, agents) as (netns, ports):
         result = in_netns(netns, lambda: asyncio.run(
-            _poll_back_to_back(port, pollers, seconds)))
+            _poll_back_to_back(ports, pollers, seconds)))
     where = f"{2 * pairs + 1} interfaces in a netns" if netns else "loopback's interfaces"
-    click.echo(f"\nSNMP v2c against net-snmp snmpd ({where}), {pollers} pollers back to back, "
-               f"whole collector process (snmpd not counted):")
-    click.echo(f"  {result['varbinds'] / result['wall_s']:,.0f} varbinds/s wall, "
-               f"{result['varbinds'] / max(result['cpu_s'], 1e-9):,.0f} varbinds per CPU second, "
-               f"{result['samples'] / result['wall_s']:,.0f} samples/s; "
+    click.echo(f"\nSNMP v2c against net-snmp snmpd ({agents} agents, {where}), {pollers} pollers "
+               f"back to back, the full snmp profile; this process only (snmpd not counted):")
+    click.echo(f"  {result['varbinds'] / result['wall_s']:,.0f} varbinds/s wall "
+               f"({result['samples'] / result['wall_s']:,.0f} samples/s), "
+               f"{result['cpu_s'] / result['wall_s']:.2f} CPU cores busy, "
+               f"{result['varbinds'] / max(result['cpu_s'], 1e-9):,.0f} varbinds per CPU second; "
                f"errors {result['errors']:.0f}")

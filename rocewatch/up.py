@@ -157,7 +157,8 @@ def up(config_path: str | None, scenario: Path, speed: float, workdir: Path, api
             dash_proc = subprocess.Popen(  # noqa: S603 - our own app
                 [sys.executable, "-m", "streamlit", "run", str(dashboard),
                  "--server.headless", "true", "--server.address", "127.0.0.1",
-                 "--server.port", str(dashboard_port), "--browser.gatherUsageStats", "false"],
+                 "--server.port", str(dashboard_port), "--browser.gatherUsageStats", "false",
+                 "--client.toolbarMode", "viewer"],
                 env=env, stdout=(workdir / "dashboard.log").open("wb"), stderr=subprocess.STDOUT)
         _wait_http(f"{api_url}/healthz", 30)
         click.echo("")

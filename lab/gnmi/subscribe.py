@@ -13,9 +13,9 @@ A STREAM first sends every subscription's current values (unless ``updates_only`
 
 Samples fire on the first snapshot (statistics tick) at or after their due time, so a 1 s interval
 at ``--speed 10`` produces a notification every 0.1 wall seconds, stamped with simulated time.
-Snapshots are processed in order even when the agent gets to them late (the last 32 ticks are
-kept), so samples stay exactly one interval apart in simulated time; a client too slow to keep up
-makes the stream skip samples rather than queue them.
+Snapshots are processed in order even when the agent gets to them late (about a wall second of
+ticks is kept), so samples stay exactly one interval apart in simulated time; a client too slow to
+keep up makes the stream skip samples rather than queue them.
 """
 
 from __future__ import annotations

@@ -241,3 +241,24 @@ def test_silent_target_reports_no_data(tmp_path: Path, sink: Sink,
     assert received and received[0][5] == 0
     assert down_at > T0  # event time keeps moving while the target is silent
     assert metric_id("collector_up") >= 0
+
+
+def test_hung_stream_is_reopened(tmp_path: Path, sink: Sink,
+                                 gnmi_targets: list[ScriptedTarget]) -> None:
+    released = threading.Event()
+
+    def script(request: pb.SubscribeRequest, target: ScriptedTarget) -> Iterator[bytes]:
+        yield notification(T0, [(f"{counters('Ethernet1')}/in-octets", uint(1))])
+        yield from hold(target, released)
+
+    target = ScriptedTarget(script).start()
+    gnmi_targets.append(target)
+    try:
+        with make(tmp_path, sink, [gnmi_target("leaf1", target.address)], idle_intervals=2,
+                  idle_min_s=0.3) as collector:
+            wait_until(lambda: target.subscribes >= 2, "a second subscription")
+            health = collector.health()["targets"]["leaf1"]
+    finally:
+        released.set()
+    assert health["errors"].get("idle", 0) >= 1
+    assert "stream_lost" not in health["errors"]  # the watchdog's own cancel is not a loss

@@ -27,7 +27,8 @@ def _incast(hosts: list[str], spines: int = 1, leaves: int = 1, hpl: int = 3,
 
 def _queue(sim: Simulation, device: str, port: str, prio: int = 3) -> float:
     w, ph = sim.wiring, sim.physics
-    return float(ph.expand(ph.queue).reshape(w.n_ports, 8)[w.port_index(device, port), prio])
+    slot = int(ph.slot[prio])
+    return float(ph.queue.reshape(w.n_ports, ph.n_act)[w.port_index(device, port), slot])
 
 
 def _c(sim: Simulation, device: str, port: str, fld: int) -> float:

@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from pipeline.bus import MemoryBus, Topics
-from pipeline.store import Columns
 from pipeline.commands import decode_command
+from pipeline.store import Columns
 from tests.ui.conftest import FabricStore, fabric_query
 from tests.ui.ui_fabric import FAULTY_LINK
 from ui.api import create_app
