@@ -1,1 +1,5 @@
-"""collectors."""
+"""Collectors: gNMI streaming and SNMP polling into catalog sample batches.
+
+The plugins (``gnmi``, ``snmp``) register in the ``rocewatch.collectors`` entry-point group; the
+``collect`` role runs them (:mod:`collectors.runner`). See ``docs/collectors.md``.
+"""

@@ -169,6 +169,11 @@ class GnmiSession:
                 self.health.last_error = detail
                 if not stop.is_set():
                     self.tally.record(self.health, kind, detail)
+            except Exception as exc:  # the session's boundary: its thread must outlive surprises
+                detail = f"{type(exc).__name__}: {exc}"
+                self.health.last_error = detail
+                log.debug("session %s failed", self.target.name, exc_info=True)
+                self.tally.record(self.health, "internal", detail)
             finally:
                 self._teardown()
             if stop.is_set():

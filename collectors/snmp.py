@@ -125,11 +125,15 @@ class SnmpCollector(Collector):
         try:
             await stopped.wait()
         finally:
-            scheduler.shutdown(wait=False)
+            # no new runs; let runs already handed to the loop start, cancel them, and only
+            # then shut the scheduler down (it cancels whatever it still holds, and logs that)
+            scheduler.pause()
+            await asyncio.sleep(0)
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
             await asyncio.sleep(0)  # lets the scheduler's completion callbacks run
+            scheduler.shutdown(wait=False)
             self._channel.close()
             for engine in self._engines.values():
                 engine.close_dispatcher()
@@ -184,7 +188,7 @@ class SnmpCollector(Collector):
             client = self._channel.target(target, secrets)
         t.poller = SnmpPoller(target.name, self.profiles[target.name], client, t.health,
                               self.tally, target.snmp.max_repetitions,
-                              self.opts.ifname_refresh_s)
+                              self.opts.ifname_refresh_s, target.snmp.columns_per_request)
         return t.poller
 
     async def _health_job(self) -> None:

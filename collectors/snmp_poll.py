@@ -33,7 +33,7 @@ from collectors.snmp_ber import (
     oid_bytes,
     subids,
 )
-from collectors.snmp_client import SnmpClient, SnmpErrorStatus
+from collectors.snmp_client import SnmpClient, SnmpErrorStatus, SnmpTimeout
 from collectors.snmp_walk import Rows, walk_columns
 from pipeline.errors import DecodeError
 from pipeline.metrics import IS_COUNTER, metric_id
@@ -106,13 +106,14 @@ class SnmpPoller:
 
     def __init__(self, name: str, profile: SnmpProfile, client: SnmpClient,
                  health: TargetHealth, tally: ErrorTally, max_repetitions: int = 50,
-                 ifname_refresh_s: float = 300.0) -> None:
+                 ifname_refresh_s: float = 300.0, columns_per_request: int = 4) -> None:
         self.name = name
         self.profile = profile
         self.client = client
         self.health = health
         self.tally = tally
         self.max_repetitions = max_repetitions
+        self.columns_per_request = columns_per_request
         self.ifname_refresh_s = ifname_refresh_s
         self.clock = SnmpClock()
         self.ifnames: dict[int, str] = {}
@@ -130,6 +131,8 @@ class SnmpPoller:
         #: the port vocabulary of this target's batches (codes stay stable across polls)
         self._ports: dict[str, int] = {"": 0}
         self._pending_reset = False
+        #: rows per column in the last walk (trims the next walk's repetitions)
+        self._rows_last: dict[bytes, int] = {}
         self.varbinds_total = 0
 
     async def poll(self) -> SampleBatch | None:
@@ -137,12 +140,7 @@ class SnmpPoller:
         wall = time.monotonic()
         try:
             batch = await self._poll(wall)
-        except (TimeoutError, OSError, DecodeError, SnmpErrorStatus) as exc:
-            self._failed(exc)
-            return None
-        except Exception as exc:  # a collector boundary: one target's failure stays its own
-            if type(exc).__name__ == "CancelledError":
-                raise
+        except Exception as exc:  # the poll's boundary: one target's failure stays its own
             self._failed(exc)
             return None
         self.health.connected = True
@@ -150,8 +148,6 @@ class SnmpPoller:
         return batch
 
     def _failed(self, exc: BaseException) -> None:
-        from collectors.snmp_client import SnmpTimeout
-
         self.health.connected = False
         self.health.last_error = f"{type(exc).__name__}: {exc}"
         kind = ("timeout" if isinstance(exc, SnmpTimeout) else
@@ -169,13 +165,17 @@ class SnmpPoller:
             await self._refresh_ifnames(wall)
         columns = [c for c in self.columns
                    if not (c.spec.fallback and c.spec.metric in self._delivered)]
-        result = await walk_columns(self.client, [c.oid for c in columns], self.max_repetitions)
+        result = await walk_columns(self.client, [c.oid for c in columns], self.max_repetitions,
+                                    self.columns_per_request, expected=self._rows_last)
+        self._rows_last = {oid: len(rows) for oid, rows in result.rows.items()}
         self.varbinds_total += result.varbinds
         if result.non_increasing:
             self.tally.record(self.health, "non_increasing_oid",
                               f"{len(result.non_increasing)} column(s) went backwards")
-        missing = any(self._unknown_ifindex(c, result.rows[c.oid]) for c in columns)
-        if missing:
+        # a new interface: read the names again, but not on every poll of a device that keeps
+        # answering for an ifIndex it has no name for
+        if wall - self._ifnames_at > min(30.0, self.ifname_refresh_s) and any(
+                self._unknown_ifindex(c, result.rows[c.oid]) for c in columns):
             await self._refresh_ifnames(wall)
         batch = self._build(stamp, columns, result.rows)
         self.health.note_data(len(batch), stamp, time.monotonic())
@@ -238,12 +238,14 @@ class SnmpPoller:
         value_col: list[float] = []
         flag_col: list[int] = []
         reset = FLAG_RESET if self._pending_reset else 0
-        delivered: set[str] = set()
+        # a fallback column only counts when its metric's primary column returned nothing
+        delivered = {m for c in columns if not c.spec.fallback and rows_by_column[c.oid]
+                     for m in c.spec.metrics()}
         for column in columns:
             spec = column.spec
             rows = rows_by_column[column.oid]
-            if rows and not spec.fallback:
-                delivered.update(spec.metrics())
+            if spec.fallback and spec.metric in delivered:
+                continue
             layout = spec.index
             width = len(layout)
             for raw_index, tag, value in rows:

@@ -9,7 +9,7 @@ answers tooBig.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from collectors.snmp_ber import END_OF_MIB_VIEW, Varbind
@@ -30,8 +30,13 @@ class WalkResult:
 
 
 async def walk_columns(client: SnmpClient, columns: Sequence[bytes], max_repetitions: int = 50,
-                       columns_per_request: int = 16, max_requests: int = 10_000) -> WalkResult:
-    """Every row of every column (OIDs as encoded bytes), in OID order per column."""
+                       columns_per_request: int = 4, max_requests: int = 10_000,
+                       expected: Mapping[bytes, int] | None = None) -> WalkResult:
+    """Every row of every column (OIDs as encoded bytes), in OID order per column.
+
+    ``expected`` (rows per column in the previous walk) trims the repetitions asked for, so the
+    agent does not produce rows past the ends of the columns only for them to be thrown away.
+    """
     result = WalkResult(rows={c: [] for c in columns})
     position = {c: c for c in columns}
     pending = list(columns)
@@ -39,11 +44,16 @@ async def walk_columns(client: SnmpClient, columns: Sequence[bytes], max_repetit
     while pending:
         batch = pending[:columns_per_request]
         reps = repetitions
+        if expected:
+            # one more than the rows still expected (the extra one shows the column's end);
+            # a column that grew past its expectation goes back to full repetitions
+            left = max(expected.get(c, repetitions) - len(result.rows[c]) for c in batch)
+            reps = min(repetitions, left + 1) if left >= 0 else repetitions
         try:
             varbinds = await client.bulk([position[c] for c in batch], reps)
         except SnmpErrorStatus as exc:
             if exc.status == TOO_BIG and reps > 1:
-                repetitions = max(1, repetitions // 2)
+                repetitions = max(1, reps // 2)
                 continue
             raise
         result.requests += 1

@@ -63,6 +63,7 @@ class LearnedAnomaly(PortRule):
         self.scale = np.ones((0, k))
         self.model: object | None = None
         self.threshold = -np.inf
+        self.degenerate = False
 
     def _grow(self, n: int) -> None:
         have = self.count.shape[0]
@@ -122,7 +123,10 @@ class LearnedAnomaly(PortRule):
         if ready.any():
             score[ready] = self.model.score_samples(z[ready])  # type: ignore[attr-defined]
         strong = np.abs(z).max(axis=1) >= o.min_z
-        bad = ready & (score < self.threshold) & strong
+        # a flat baseline gives the forest nothing to split: every point scores alike, and the
+        # robust deviation alone decides
+        isolated = score <= self.threshold if self.degenerate else score < self.threshold
+        bad = ready & isolated & strong
         good = ready & ~bad
         evidence = {f"z_{name}": z[:, i] for i, name in enumerate(FEATURES)}
         evidence["score"] = np.where(np.isfinite(score), score, 0.0)
@@ -146,7 +150,9 @@ class LearnedAnomaly(PortRule):
         model = IsolationForest(n_estimators=o.trees, max_samples=min(256, z.shape[0]),
                                 random_state=o.seed)
         model.fit(z)
-        self.threshold = float(np.quantile(model.score_samples(z), o.contamination))
+        scores = model.score_samples(z)
+        self.threshold = float(np.quantile(scores, o.contamination))
+        self.degenerate = bool(np.ptp(scores) < 1e-9)
         self.model = model
 
 

@@ -12,11 +12,14 @@ Switches of one role (spines, leaves) run the same configuration and, under ECMP
 so they pause alike; the one that was configured differently stands out against its peers. Per
 switch and sample:
 
-* **pausing**: it paused a neighbour for at least ``min_share`` of the time on some port (the
-  frame-count bound where there is no pause timer: its peers are measured the same way);
-* **unlike its peers**: that is at least ``peer_factor`` times the median of the same measure over
-  the other switches of its role, while its busiest egress runs no hotter than theirs (within
-  ``load_margin``);
+* **pausing**: it paused a neighbour for at least ``min_share`` of the time on some port; where
+  the switch has no pause timer, its frame-count bound must reach ``min_share_frames`` (the bound
+  over-states a partial pause many times over near saturation, so it is rescaled by the ratio of
+  the two thresholds before switches are compared);
+* **unlike its peers**: its pausing averaged over its ports (a misconfigured threshold is crossed
+  on every busy port, not only behind the hottest egress) is at least ``peer_factor`` times the
+  median of the same over the other switches of its role, while its busiest egress runs no hotter
+  than theirs (within ``load_margin``);
 * **no reason**: none of its egress ports is paused by its downstream neighbour (it is not passing
   on somebody else's congestion), none holds a standing queue (ECN on ``min_ecn`` of its packets)
   or runs saturated (``max_util``);
@@ -42,7 +45,8 @@ from pipeline.topology import Topology
 class BufferOptions(DetectorOptions):
     fire_after: int = Field(3, ge=1)
     min_share: float = Field(0.01, gt=0, le=1, description="share of time pausing a neighbour")
-    peer_factor: float = Field(10.0, gt=1)
+    min_share_frames: float = Field(0.5, gt=0, description="the same, as a frame-count bound")
+    peer_factor: float = Field(5.0, gt=1)
     load_margin: float = Field(0.1, ge=0, le=1)
     max_util: float = Field(0.95, gt=0, le=1)
     min_ecn: float = Field(0.01, gt=0, le=1, description="a standing queue: real congestion")
@@ -51,6 +55,7 @@ class BufferOptions(DetectorOptions):
 @dataclass
 class _Summary:
     pause: float  # the most the switch paused a neighbour (share of time, or its frame bound)
+    spread: float  # the mean over its ports of the same: how widely it pauses
     paused: float  # the most one of its egress ports was paused by a neighbour
     hot: float  # its busiest egress utilisation
     ecn: float  # its highest ECN marking share
@@ -70,13 +75,18 @@ class PauseWithoutLoad(DeviceRule):
         self.latest: dict[int, _Summary] = {}
 
     def _summary(self, frame: Frame, at: At) -> _Summary:
-        tx_share, _ = pause_share(frame, at, "tx")
+        tx_share, measured = pause_share(frame, at, "tx")
         rx_share, _ = pause_share(frame, at, "rx")
         util = np.nan_to_num(tx_util(frame, at), nan=0.0)
         ecn = np.nan_to_num(ecn_fraction(frame, at), nan=0.0)
-        per_port = np.nanmax(np.where(np.isfinite(tx_share), tx_share, 0.0), axis=1)
+        # frame counts bound the share from above, loosely near saturation (XON/XOFF cycling):
+        # express them on the measured scale before comparing switches of mixed dialects
+        need = np.where(measured > 0, self.opts.min_share, self.opts.min_share_frames)
+        scaled = np.where(np.isfinite(tx_share), tx_share * self.opts.min_share / need, 0.0)
+        per_port = np.nanmax(scaled, axis=1)
         pausing = per_port >= self.opts.min_share
-        return _Summary(float(per_port.max(initial=0.0)),
+        return _Summary(float(per_port.max(initial=0.0)), float(per_port.mean()) if per_port.size
+                        else 0.0,
                         float(np.nanmax(np.where(np.isfinite(rx_share), rx_share, 0.0),
                                         initial=0.0)),
                         float(util.max(initial=0.0)), float(ecn.max(initial=0.0)),
@@ -92,18 +102,19 @@ class PauseWithoutLoad(DeviceRule):
         o = self.opts
         me = self.latest[did] = self._summary(frame, at)
         peers = [self.latest[d] for d in self._peers(frame, did)]
-        evidence = {"pause_share": me.pause, "max_util": me.hot, "max_ecn": me.ecn,
+        evidence = {"pause_share": me.pause, "mean_pause_share": me.spread, "max_util": me.hot,
+                    "max_ecn": me.ecn,
                     "paused_share": me.paused}
         if not peers:
             return DeviceVerdict(False, False, evidence, me.pausing_ports)
-        peer_pause = float(np.median([p.pause for p in peers]))
+        peer_pause = float(np.median([p.spread for p in peers]))
         peer_hot = float(np.median([p.hot for p in peers]))
-        evidence.update(peer_pause_share=peer_pause, peer_max_util=peer_hot)
+        evidence.update(peer_mean_pause_share=peer_pause, peer_max_util=peer_hot)
         pausing = me.pause >= o.min_share
-        unlike = me.pause >= o.peer_factor * peer_pause and me.hot <= peer_hot + o.load_margin
+        unlike = me.spread >= o.peer_factor * peer_pause and me.hot <= peer_hot + o.load_margin
         reason = me.paused >= o.min_share or me.ecn >= o.min_ecn or me.hot >= o.max_util
         bad = pausing and unlike and not reason
-        good = not pausing or me.pause < o.peer_factor * peer_pause / 2
+        good = not pausing or me.spread < o.peer_factor * peer_pause / 2
         evidence["strength"] = min(1.0, me.pause / max(o.min_share * o.peer_factor, 1e-9))
         return DeviceVerdict(bad, good, evidence, me.pausing_ports)
 

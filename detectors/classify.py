@@ -56,16 +56,16 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
         if not here:
             continue
         by_name = {a.name: a for a in here}
-        tree = graph.ancestors([host_node(host.name), label]) | {label}
+        tree = _ports(graph.ancestors([host_node(host.name), label]) | {label}, topology)
         if PFC_WATCHDOG in by_name:
             a = by_name[PFC_WATCHDOG]
             out.append(Finding(PFC_STORM, host.name, (label,), [a], Severity.CRITICAL,
-                               _confidence(a, "pause_ratio", "drain"), dict(a.evidence), tree,
+                               _confidence(a), dict(a.evidence), tree,
                                f"{host.name} pauses {label} continuously and takes nothing"))
         elif SLOW_DRAIN in by_name:
             a = by_name[SLOW_DRAIN]
             out.append(Finding(SLOW_RECEIVER, host.name, (label,), [a], Severity.WARNING,
-                               _confidence(a, "pause_ratio"), dict(a.evidence), tree,
+                               _confidence(a), dict(a.evidence), tree,
                                f"{host.name} drains below line rate and pauses {label}"))
         elif OVERSUBSCRIBED in by_name:
             a = by_name[OVERSUBSCRIBED]
@@ -112,18 +112,19 @@ def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
         if alert.name == PAUSE_WITHOUT_LOAD:
             if any(graph.is_blocked(p) for p in ports):
                 continue  # its pauses pass on congestion seen on its own egress
-            tree = graph.ancestors([device_node(device), *ports]) | set(ports) | {device}
+            tree = _ports(graph.ancestors([device_node(device), *ports]), topology)
+            tree |= set(ports) | {device}
             out.append(Finding(BUFFER_MISCONFIG, device, tuple(alert.ports), [alert],
-                               Severity.WARNING, _confidence(alert, "pause_ratio"),
+                               Severity.WARNING, _confidence(alert),
                                dict(alert.evidence), tree,
                                f"{device} pauses its neighbours with no overload behind it"))
         elif alert.name == UPLINK_IMBALANCE:
             uplinks = [str(p) for p in topology.ports(device)
                        if topology.peer(p) is not None]
             peers = [str(topology.peer(Port.parse(p))) for p in uplinks]
-            tree = graph.ancestors(uplinks) | set(uplinks) | set(peers) | {device}
+            tree = _ports(graph.ancestors(uplinks), topology) | set(uplinks) | set(peers) | {device}
             out.append(Finding(ECMP_IMBALANCE, device, tuple(alert.ports), [alert],
-                               Severity.WARNING, _confidence(alert, "imbalance"),
+                               Severity.WARNING, _confidence(alert),
                                dict(alert.evidence), tree,
                                f"{device}'s flows crowd onto few of its uplinks"))
     return out
@@ -140,7 +141,7 @@ def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
         links = sorted({topology.entity_of(Port.parse(p)) for p in ports})
         if len(ports) < 2 or len(links) < 2:
             continue
-        tree = graph.ancestors(cycle) | set(ports)
+        tree = _ports(graph.ancestors(cycle), topology) | set(ports)
         out.append(Finding(PFC_DEADLOCK, ",".join(links), tuple(ports),
                            [held[p] for p in ports], Severity.CRITICAL, 1.0,
                            {"ports": float(len(ports)), "links": float(len(links))}, tree,
@@ -148,7 +149,18 @@ def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
     return out
 
 
-def _confidence(alert: Alert, *keys: str) -> float:
+def _ports(nodes: set[str], topology: Topology) -> set[str]:
+    """Graph nodes as the labels symptoms carry: a host node is seen at its leaf port."""
+    out = set(nodes)
+    for node in nodes:
+        if node.startswith("host:"):
+            host = topology.host_by_name.get(node[5:])
+            if host is not None:
+                out.add(str(host.port))
+    return out
+
+
+def _confidence(alert: Alert) -> float:
     """Detectors put a ``strength`` in [0, 1] in their evidence; otherwise full confidence."""
     strength = alert.evidence.get("strength")
     if strength is None:

@@ -20,7 +20,13 @@ from __future__ import annotations
 from detectors.classify import deadlock_findings, device_findings, host_findings
 from detectors.features import Frame
 from detectors.incident import Finding, to_alert
-from detectors.kinds import LINK_DOWN, LINK_FLAP, PAUSE_WITHOUT_LOAD, UPLINK_IMBALANCE
+from detectors.kinds import (
+    ECMP_IMBALANCE,
+    LINK_DOWN,
+    LINK_FLAP,
+    PAUSE_WITHOUT_LOAD,
+    UPLINK_IMBALANCE,
+)
 from detectors.links import link_findings
 from detectors.pause_graph import build
 from detectors.settings import CorrelatorSettings
@@ -38,6 +44,8 @@ class Correlator:
         self.topology = topology
         self.settings = settings or CorrelatorSettings()
         self._previous: dict[str, Alert] = {}
+        #: uplink-imbalance symptoms already attributed to another incident
+        self._consequences: set[str] = set()
 
     def findings(self, symptoms: list[Alert]) -> list[Finding]:
         if self.topology is None:
@@ -49,7 +57,36 @@ class Correlator:
                  *host_findings(graph, self.topology),
                  *device_findings(graph, device_symptoms, self.topology)]
         found.sort(key=lambda f: (_rank(f.kind), f.entity))
-        return found
+        return self._attribute_imbalance(found)
+
+    def _attribute_imbalance(self, found: list[Finding]) -> list[Finding]:
+        """An uplink imbalance that began while another incident held the fabric is that
+        incident's consequence, not a hash collision: a link down or flap re-hashes flows onto the
+        survivors (remote capacity loss, anchors §6 #13), and congestion throttles some flows and
+        not others. It is attached to the earliest such incident instead of standing as a root
+        cause, and stays a consequence for as long as its symptom lasts, even after the cause has
+        resolved (the symptom's own hysteresis outlives the cause by a few samples)."""
+        def onset(f: Finding) -> int:
+            return min((a.starts_at_ns for a in f.defining), default=0)
+
+        others = [f for f in found if f.kind != ECMP_IMBALANCE]
+        kept = []
+        active: set[str] = set()
+        for f in found:
+            if f.kind == ECMP_IMBALANCE:
+                marks = {a.fingerprint for a in f.defining}
+                active |= marks
+                prior = [g for g in others if onset(g) <= onset(f)]
+                if prior:
+                    cause = min(prior, key=onset)
+                    cause.explains_at |= f.explains_at | {f.entity}
+                    self._consequences |= marks
+                    continue
+                if marks & self._consequences:
+                    continue
+            kept.append(f)
+        self._consequences &= active
+        return kept
 
     def correlate(self, symptoms: list[Alert], frame: Frame) -> list[Alert]:
         """Incidents and (annotated) symptoms, as active now."""

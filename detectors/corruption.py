@@ -67,7 +67,7 @@ class Corruption(PortRule):
         pid = at.pids
         self.clean_frames[pid] = np.where(errors, 0.0, self.clean_frames[pid] +
                                           np.nan_to_num(frames))
-        firing = self.persistence.is_firing(pid)
+        firing = self.firing(pid)
         self.measured[pid] = np.where(bad, np.maximum(self.measured[pid] * firing, rate),
                                       self.measured[pid])
         # clean: no error, and enough frames passed that the measured rate would have shown some

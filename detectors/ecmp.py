@@ -6,8 +6,8 @@ several on one uplink while others idle (Meta SIGCOMM'24: >30 % collective slowd
 and sample, over the uplinks that are up:
 
 * ``imbalance`` = hottest member's load / the group's mean (anchors §6 #5: start at 1.5);
-* the hottest member must be saturated (``min_hot`` of line rate): an uneven but unhurried group
-  costs nothing;
+* the hottest member must be saturated (``min_hot`` of line rate) and the leaf must be pausing
+  its hosts (``min_host_pause``): an uneven group that holds nobody back costs nothing;
 * a hash is static, so a leaf's natural unevenness is its own baseline: the share of the group's
   traffic on the hottest member is learned over the leaf's first ``warmup`` samples and kept while
   the leaf is calm; a *collision* is that share rising by ``min_shift`` or more (flows moving onto
@@ -28,7 +28,7 @@ from detectors.features import Frame, col
 from detectors.kinds import UPLINK_IMBALANCE
 from detectors.ports import PortKind
 from detectors.rule import DeviceRule, DeviceVerdict
-from detectors.signals import At, tx_util
+from detectors.signals import At, pause_share, tx_util
 from pipeline.topology import Topology
 
 
@@ -39,6 +39,7 @@ class EcmpOptions(DetectorOptions):
     min_hot: float = Field(0.9, gt=0, le=1)
     min_shift: float = Field(0.15, gt=0, lt=1)
     warmup: int = Field(10, ge=1)
+    min_host_pause: float = Field(0.05, gt=0, le=1, description="leaf pausing its hosts")
     baseline_alpha: float = Field(0.05, gt=0, le=1)
 
 
@@ -85,7 +86,12 @@ class UplinkImbalance(DeviceRule):
             moved = top >= 1.0 - 0.5 / util.size
             calm = True
         saturated = util[hot] >= o.min_hot
-        bad = saturated and imbalance >= o.min_imbalance and moved
+        host_ports = frame.ports.kind[at.pids] == PortKind.HOST
+        share_tx, _ = pause_share(frame, at, "tx")
+        held = np.nanmax(np.where(np.isfinite(share_tx[host_ports]), share_tx[host_ports], 0.0),
+                         initial=0.0)
+        hurts = held >= o.min_host_pause  # the hosts are held back: the group is the bottleneck
+        bad = saturated and imbalance >= o.min_imbalance and moved and hurts
         good = not saturated or imbalance < (1 + o.min_imbalance) / 2 or calm
         if not bad and not self.persistence.is_firing(np.array([did]))[0]:
             self.seen[did] = n + 1
@@ -93,6 +99,7 @@ class UplinkImbalance(DeviceRule):
         labels = [frame.ports.label(int(p)) for p in at.pids[usable]]
         return DeviceVerdict(bad, good and not bad,
                              {"imbalance": imbalance, "hot_util": float(util[hot]),
+                              "host_pause": float(held),
                               "hot_share": top, "baseline_share": base,
                               "members": float(util.size)},
                              (labels[hot],))

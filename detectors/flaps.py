@@ -5,7 +5,8 @@ Three views of one physical fact, whichever a device gives:
 * ``if_oper_status`` (IF-MIB values; gNMI sends it on change with the change's time, SNMP polls
   it): a port seen down while administratively up starts a *down episode*;
 * ``if_carrier_transitions`` (OpenConfig / SONiC): every transition counts, including a down-up
-  bounce shorter than one sample interval that no status poll could catch;
+  bounce shorter than one sample interval that no status poll could catch, and an odd number of
+  transitions no status report accounts for starts a down episode (a lost on-change update);
 * ``if_last_change`` (SNMP ifLastChange): it moves when the status changed, even if both polls saw
   the port up.
 
@@ -137,8 +138,13 @@ class Flaps(Detector):
             st.carrier_ts = carrier_t
             rate, dt = tab.value[pid, self._carrier], tab.dt[pid, self._carrier]
             moved = round(rate * dt) if np.isfinite(rate) and np.isfinite(dt) else 0
-            if moved - st.seen_changes >= 2 and up_now and not admin_down:
+            unseen = moved - st.seen_changes
+            if unseen >= 2 and up_now and not admin_down:
                 st.bounces.append(carrier_t)  # a bounce inside one interval, unseen by status
+            elif unseen % 2 == 1 and up_now and st.down_since < 0 and not admin_down:
+                st.down_since = carrier_t  # went down; the status report has not arrived (yet)
+                st.down_evals = 0
+                up_now = False
             st.seen_changes = 0
         if last_moved and up_now and st.was_up and st.down_since < 0 and not admin_down \
                 and tab.ts[pid, self._carrier] < 0:

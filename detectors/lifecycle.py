@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from pipeline.model import Alert
 
-_VERDICT = ("severity", "root_cause", "explains", "inhibited_by", "ports", "name", "entity")
+_VERDICT = ("severity", "root_cause", "inhibited_by", "ports", "name", "entity")
 
 
 class AlertBook:

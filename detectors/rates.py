@@ -139,7 +139,8 @@ class RateState:
         first = prev_ts < 0
         dt_ns = (ts - prev_ts).astype(np.float64)
         interval = self.interval_ns[sid]
-        gap = ~first & np.isfinite(interval) & (dt_ns > self.gap_factor * interval)
+        known = np.isfinite(self._recent[sid]).sum(axis=1) >= 2  # a cadence needs two intervals
+        gap = ~first & known & (dt_ns > self.gap_factor * interval)
 
         delta = val - prev_val
         reset = ~first & ((flags & FLAG_RESET) != 0)

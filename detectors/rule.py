@@ -88,6 +88,10 @@ class PortRule(Detector):
     def evaluate(self, frame: Frame, at: At) -> Verdict:
         """Judge the ports ``at.pids`` at ``at.ts`` (arrays shaped ports × ``slots``)."""
 
+    def firing(self, pids: NDArray[np.int64], slot: int = 0) -> NDArray[np.bool_]:
+        """Whether this rule's symptom is firing on these ports (and slot)."""
+        return self.persistence.is_firing(pids * QUAL_SLOTS + slot)
+
     def annotations(self, evidence: dict[str, float]) -> dict[str, str]:
         """Extra text a symptom carries when it fires (default none)."""
         return {}

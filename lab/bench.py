@@ -75,7 +75,7 @@ async def _stream(switch: dict[str, Any], seconds: float, interval_ns: int,
             call = stub.Subscribe(iter([req]), metadata=md)
             deadline = time.monotonic() + seconds
             synced = False
-            arrivals: list[float] = []
+            arrivals: dict[tuple[str, ...], list[float]] = {}
             stats["streams"].append(arrivals)
             async for resp in call:
                 now = time.monotonic()
@@ -86,7 +86,9 @@ async def _stream(switch: dict[str, Any], seconds: float, interval_ns: int,
                     continue
                 stats["notifications"] += 1
                 stats["updates"] += len(resp.update.update)
-                arrivals.append(now)
+                # one subscribed path per key: the first update's path, without list keys
+                first = resp.update.update[0].path.elem if resp.update.update else ()
+                arrivals.setdefault(tuple(e.name for e in first), []).append(now)
                 stats["last_ts"] = max(stats["last_ts"], resp.update.timestamp)
                 if now >= deadline:
                     call.cancel()
@@ -111,8 +113,9 @@ async def _client(doc: dict[str, Any], seconds: float) -> dict[str, Any]:
     wall = time.monotonic() - t0
     gaps: list[float] = []
     for st in per.values():
-        for arr in st.pop("streams"):
-            gaps.extend(b - a for a, b in itertools.pairwise(arr))
+        for rpc in st.pop("streams"):
+            for arr in rpc.values():
+                gaps.extend(b - a for a, b in itertools.pairwise(arr))
     return {"wall_s": wall, "client_cpu_s": time.process_time() - cpu0,
             "notifications": sum(s["notifications"] for s in per.values()),
             "updates": sum(s["updates"] for s in per.values()),

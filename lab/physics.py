@@ -114,6 +114,8 @@ class Physics:
         self.pg: F64 = np.zeros(n_ports * na)       # PG bytes held downstream of the channel
         self.nicbuf: F64 = np.zeros(n_ports * na)   # receive buffers, keyed by the leaf channel
         self.queue: F64 = np.zeros(n_ports * na)    # egress queue bytes
+        self._was_full = np.zeros(n_ports * na, dtype=bool)
+        self._floor: F64 = np.zeros(n_ports * na)
         # entries
         n_ent = len(prio)
         self.prio = prio.astype(np.int64)
@@ -233,6 +235,10 @@ class Physics:
         n_ent = len(self.prio)
         moved = [np.zeros(n_ent) for _ in range(N_TIERS)]
         lost = [np.zeros(n_ent) for _ in range(N_TIERS)]
+        # what each entry held at each tier before the step, and the share of it served:
+        # a PG whose old bytes cannot drain below XON stays in XOFF however much passes through
+        self._held0 = [q.copy() for q in self.q]
+        self._served = [np.zeros(n_ent) for _ in range(N_TIERS)]
         arr = np.zeros(n_ent)
         demand = np.zeros(n)
         tx = np.zeros(n)
@@ -251,7 +257,9 @@ class Physics:
             served = self._serve(dem, avail, cap)
             demand += dem
             tx += served
-            out = want * (served / np.maximum(dem, _TINY))[k]
+            frac = (served / np.maximum(dem, _TINY))[k]
+            out = want * frac
+            self._served[tier][m] = frac
             if tier:
                 rest = want - out
                 if not self._all_up:
@@ -269,6 +277,7 @@ class Physics:
                 arr[m] = out - lo
             else:
                 arr[m] = out
+        self._floor = np.zeros(n)      # PG level each would keep with its upstream silent
         pg_end = self._sink(cap, moved, arr, tx)
         pg_end += self._hand_back(2, moved, lost, tx)
         pg_end += self._hand_back(1, moved, lost, tx)
@@ -331,8 +340,10 @@ class Physics:
             return self.nicbuf.copy()
         k = self._k[TIER_LEAF_DOWN]
         inflow = _bincount(k, arr[m], n)
+        drain = cap * self._rx_drain
+        self._floor += np.maximum(self.nicbuf - drain, 0.0)
         buf = self.nicbuf + inflow
-        buf -= np.minimum(buf, cap * self._rx_drain)
+        buf -= np.minimum(buf, drain)
         over = np.maximum(buf - self._xoff, 0.0)
         if self._has_lossy:
             lossy_over = over * self._lossy_f
@@ -363,8 +374,12 @@ class Physics:
         if up_tier == 0:
             inter = self._inter0
             held = np.where(inter, self.q[1][m], self.q[3][m])
+            old = np.where(inter, self._held0[1][m] * (1.0 - self._served[1][m]),
+                           self._held0[3][m] * (1.0 - self._served[3][m]))
         else:
             held = self.q[up_tier + 1][m]
+            old = self._held0[up_tier + 1][m] * (1.0 - self._served[up_tier + 1][m])
+        self._floor += _bincount(k, old, n)
         pg = _bincount(k, held, n)
         excess = np.maximum(pg - self._xoff, 0.0) * self._lossless_f
         if excess.max() <= 0.0:
@@ -394,19 +409,28 @@ class Physics:
         inv = busy / np.maximum(potential, 1.0)
         drained = np.maximum(self.pg + inflow - pg_end, 0.0)
         allowed = drained + np.maximum(xoff - pg_end, 0.0)
-        self.phi = np.maximum(1.0 - allowed * inv, 0.0) * busy
+        # a PG in XOFF that would stay above XON even with its upstream silent never releases
+        # the pause, however much traffic passes through it (a storm's stuck bytes)
+        stuck = ((self.pg >= xoff * (1.0 - 1e-9)) & (self._floor >= xoff - self._band)
+                 ) * self._lossless_f
+        self.phi = np.maximum(np.maximum(1.0 - allowed * inv, 0.0) * busy, stuck)
         self.pg = pg_end
         asserting = (pg_end >= xoff - self._band) * self._lossless_f
         # asserting with nothing upstream to pause still means XOFF all along
         eff = asserting * np.where(busy > 0, np.maximum(1.0 - inflow * inv, 0.0), 1.0)
+        eff = np.maximum(eff, stuck)
         eff = np.maximum(eff, self._forced)
         eff = np.maximum(eff, busy * self._forced_busy)
         eff *= self._up_flat
+        full = eff >= 0.999
+        # entering and leaving a full pause sends an XOFF and an XON (visible at fine steps)
+        self.acc_frames += full != self._was_full
+        self._was_full = full
         if eff.max() <= 0.0:
             return
         rate_u = potential / dt
         rate_d = np.minimum(inflow / dt, rate_u)
-        partial = (eff > 0.0) & (eff < 0.999)
+        partial = (eff > 0.0) & ~full
         cycles = partial * rate_d * (rate_u - rate_d) / (self._band * np.maximum(rate_u, 1.0))
         self.acc_frames += 2.0 * cycles * dt + eff * dt / self._refresh_flat
         self.acc_pause_s += eff * dt

@@ -52,9 +52,9 @@ class SimOptions:
 
 
 def serve_simulation(scenario: Scenario, options: SimOptions, shm_name: str, size: int,
-                     slots: int, conn: Connection) -> None:
+                     slots: int, conn: Connection, in_thread: bool = False) -> None:
     """Entry point of the simulator process/thread; returns when told to stop."""
-    block = SharedBlock(size, name=shm_name, slots=slots)
+    block = SharedBlock(size, name=shm_name, slots=slots, other_process=not in_thread)
     try:
         sim = Simulation(scenario, dt=options.dt, tick_s=options.tick_s, buffers=options.buffers,
                          dcqcn=options.dcqcn)

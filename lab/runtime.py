@@ -145,7 +145,7 @@ class Lab:
         else:
             parent, child = mp.Pipe(duplex=True)
             self._conn = parent
-            thread = threading.Thread(target=serve_simulation, args=(*job, child),
+            thread = threading.Thread(target=serve_simulation, args=(*job, child, True),
                                       name="lab-simulator", daemon=True)
             thread.start()
             self._sim = thread

@@ -32,7 +32,8 @@ _SLOT_HEAD = 2
 class SharedBlock:
     """Owner (``name`` None) or attacher of the block; ``size`` is the snapshot vector length."""
 
-    def __init__(self, size: int, name: str | None = None, slots: int = DEFAULT_SLOTS) -> None:
+    def __init__(self, size: int, name: str | None = None, slots: int = DEFAULT_SLOTS,
+                 other_process: bool = True) -> None:
         self.size = size
         self.slots = slots
         stride = size + _SLOT_HEAD
@@ -40,7 +41,7 @@ class SharedBlock:
         self._owner = name is None
         self.shm = (shared_memory.SharedMemory(create=True, size=total * 8) if name is None
                     else shared_memory.SharedMemory(name=name))
-        if name is not None:
+        if name is not None and other_process:
             # Python 3.11 registers attached blocks too, and would unlink the owner's block when
             # this process exits; only the owner may do that.
             resource_tracker.unregister(self.shm._name, "shared_memory")  # type: ignore[attr-defined]

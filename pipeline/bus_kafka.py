@@ -23,6 +23,12 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kafka import ConsumerRebalanceListener, KafkaAdminClient
+from kafka import KafkaConsumer as _KafkaConsumer
+from kafka import KafkaProducer as _KafkaProducer
+from kafka.errors import KafkaError
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
 from pipeline.bus import Message
 from pipeline.config import BusSettings
 from pipeline.errors import BusError
@@ -60,9 +66,6 @@ class KafkaBus:
 
     def _admin_client(self) -> Any:
         if self._admin is None:
-            from kafka import KafkaAdminClient
-            from kafka.errors import KafkaError
-
             try:
                 self._admin = KafkaAdminClient(**_client_config(self.settings))
             except (KafkaError, OSError) as exc:
@@ -72,8 +75,6 @@ class KafkaBus:
 
     def ensure_topics(self, topics: Sequence[str]) -> None:
         """Create the topics that do not exist yet and wait until each has a leader."""
-        from kafka.errors import KafkaError
-
         k = self.settings.kafka
         with self._lock:
             missing = [t for t in dict.fromkeys(topics) if t not in self._known]
@@ -110,16 +111,13 @@ class KafkaProducer:
     """Keyed, batched, compressed, acks=all with idempotence."""
 
     def __init__(self, settings: BusSettings) -> None:
-        from kafka import KafkaProducer as _Producer
-        from kafka.errors import KafkaError
-
         k = settings.kafka
         self._bootstrap = k.bootstrap
         self._failed: BaseException | None = None
         self._failures = 0
         self._lock = threading.Lock()
         try:
-            self._producer = _Producer(
+            self._producer = _KafkaProducer(
                 **_client_config(settings),
                 acks="all", enable_idempotence=True,
                 compression_type=None if k.compression == "none" else k.compression,
@@ -139,8 +137,6 @@ class KafkaProducer:
                 self._failed = exc
 
     def send(self, topic: str, value: bytes, key: bytes | None = None) -> None:
-        from kafka.errors import KafkaError
-
         try:
             future = self._producer.send(topic, value=value, key=key)
         except (KafkaError, AssertionError, OSError) as exc:
@@ -150,8 +146,6 @@ class KafkaProducer:
     def flush(self, timeout_s: float | None = None) -> None:
         """Wait until everything sent is acknowledged; raise if anything since the last flush
         was not (its callers must not commit what depended on it)."""
-        from kafka.errors import KafkaError
-
         try:
             self._producer.flush(timeout=timeout_s)
         except (KafkaError, OSError) as exc:
@@ -166,32 +160,27 @@ class KafkaProducer:
         self._producer.close(timeout=30)
 
 
-class _Rebalances:
-    """Keeps count of the group's rebalances and logs what moved (kafka-python listener)."""
+class Rebalances(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Counts the group's rebalances and logs what moved. Nothing needs doing on a revoke: work
+    polled but not committed is redone by the partition's next owner, and the store collapses it."""
 
     def __init__(self, group: str) -> None:
-        from kafka import ConsumerRebalanceListener
-
-        outer = self
-
-        class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-            def on_partitions_revoked(self, revoked: Any) -> None:
-                outer.revoked += 1
-                if revoked:
-                    log.info("%s: partitions revoked %s (uncommitted work goes to their next "
-                             "owner)", group, _tps(revoked))
-
-            def on_partitions_assigned(self, assigned: Any) -> None:
-                outer.assigned = sorted((tp.topic, tp.partition) for tp in assigned)
-                log.info("%s: partitions assigned %s", group, _tps(assigned))
-
-            def on_partitions_lost(self, lost: Any) -> None:
-                outer.revoked += 1
-                log.warning("%s: partitions lost %s", group, _tps(lost))
-
-        self.listener = Listener()
+        self.group = group
         self.revoked = 0
         self.assigned: list[tuple[str, int]] = []
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.revoked += 1
+        if revoked:
+            log.info("%s: partitions revoked %s", self.group, _tps(revoked))
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.assigned = sorted((tp.topic, tp.partition) for tp in assigned)
+        log.info("%s: partitions assigned %s", self.group, _tps(assigned))
+
+    def on_partitions_lost(self, lost: Any) -> None:
+        self.revoked += 1
+        log.warning("%s: partitions lost %s", self.group, _tps(lost))
 
 
 def _tps(tps: Any) -> str:
@@ -202,16 +191,13 @@ class KafkaConsumer:
     """One member of a consumer group; commits only when told to."""
 
     def __init__(self, settings: BusSettings, topics: tuple[str, ...], group_id: str) -> None:
-        from kafka import KafkaConsumer as _Consumer
-        from kafka.errors import KafkaError
-
         k = settings.kafka
         self.group_id = group_id
         self._bootstrap = k.bootstrap
         self._commit_timeout_ms = k.request_timeout_ms
-        self.rebalances = _Rebalances(group_id)
+        self.rebalances = Rebalances(group_id)
         try:
-            self._consumer = _Consumer(
+            self._consumer = _KafkaConsumer(
                 **_client_config(settings),
                 group_id=group_id, enable_auto_commit=False, auto_offset_reset="earliest",
                 max_partition_fetch_bytes=k.max_partition_fetch_bytes,
@@ -221,13 +207,11 @@ class KafkaConsumer:
                 max_poll_interval_ms=k.max_poll_interval_ms,
                 check_crcs=k.check_crcs, allow_auto_create_topics=False,
             )
-            self._consumer.subscribe(list(topics), listener=self.rebalances.listener)
+            self._consumer.subscribe(list(topics), listener=self.rebalances)
         except (KafkaError, OSError) as exc:
             raise BusError(f"Kafka consumer {group_id} at {k.bootstrap}: {_reason(exc)}") from exc
 
     def poll(self, timeout_s: float, max_records: int = 500) -> list[Message]:
-        from kafka.errors import KafkaError
-
         try:
             records = self._consumer.poll(timeout_ms=max(0, int(timeout_s * 1000)),
                                           max_records=max_records)
@@ -242,9 +226,6 @@ class KafkaConsumer:
         """Commit the positions of everything ``poll`` returned, or the given next offsets.
         Raises BusError when the group refused (it rebalanced: the next owner of those
         partitions redoes the work) or the broker did not answer in time."""
-        from kafka.errors import KafkaError
-        from kafka.structs import OffsetAndMetadata, TopicPartition
-
         explicit = None if offsets is None else {
             TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
             for (topic, partition), offset in offsets.items()}

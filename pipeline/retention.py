@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import logging
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from pipeline.config import StoreSettings
 from pipeline.errors import StoreError
@@ -83,7 +84,7 @@ class RetentionJob:
         self.settings = settings
         self.runs = 0
         self.dropped = 0
-        self._scheduler: object | None = None
+        self._scheduler: Any = None
 
     @property
     def needed(self) -> bool:
@@ -113,4 +114,4 @@ class RetentionJob:
     def stop(self) -> None:
         scheduler, self._scheduler = self._scheduler, None
         if scheduler is not None:
-            scheduler.shutdown(wait=False)  # type: ignore[attr-defined]
+            scheduler.shutdown(wait=False)

@@ -15,9 +15,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from clickhouse_driver import Client
+from clickhouse_driver.errors import Error as DriverError
 from numpy.typing import NDArray
 
 from pipeline.config import StoreSettings
@@ -58,10 +62,6 @@ class ClickHouseStore:
     """A :class:`pipeline.store.Store` on a ClickHouse server."""
 
     def __init__(self, settings: StoreSettings) -> None:
-        try:
-            import clickhouse_driver  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - a dependency of the package
-            raise StoreError(f"clickhouse-driver is not installed: {exc}") from exc
         self.settings = settings
         self.database = settings.database
         self.cluster = settings.clickhouse.cluster
@@ -86,8 +86,6 @@ class ClickHouseStore:
     def _client(self) -> Any:
         client = getattr(self._local, "client", None)
         if client is None:
-            from clickhouse_driver import Client
-
             ch = self.settings.clickhouse
             client = Client(
                 host=ch.host, port=ch.port, user=ch.user, password=ch.password.get_secret_value(),
@@ -104,8 +102,6 @@ class ClickHouseStore:
 
     def _run(self, sql: str, data: Any = None, columnar: bool = False,
              with_column_types: bool = False, settings: dict[str, Any] | None = None) -> Any:
-        from clickhouse_driver.errors import Error as DriverError
-
         merged = {**self._query_settings, **(settings or {})}
         try:
             return self._client().execute(sql, data, columnar=columnar,
@@ -168,8 +164,6 @@ class ClickHouseStore:
         for col in table.columns:
             values = columns[col.name]
             if col.type == "time" and self.dialect.name == "modern":
-                from datetime import UTC, datetime
-
                 values = [datetime.fromtimestamp(v / 1e9, UTC) for v in values]
             out.append(values)
         self._insert(table, out, numpy=False)
@@ -208,8 +202,6 @@ def _column(col: Any) -> NDArray[Any]:
         if col.dtype == object and len(col) and isinstance(col[0], (tuple, np.ndarray)):
             return _objects([list(v) for v in col])
         return col
-    import pandas as pd
-
     if isinstance(col, pd.Categorical):
         return np.asarray(col, dtype=object)
     return _objects([list(v) if isinstance(v, (tuple, np.ndarray)) else v for v in col])

@@ -186,11 +186,13 @@ def live_rate(agents_file: Path, seconds: float, warmup: float = 3.0) -> dict[st
     with lock:
         last = counted["samples"]
     cpu, wall = cpu_seconds() - cpu0, time.monotonic() - wall0
+    health = collector.health()
+    threads = threading.active_count()
     stop.set()
     thread.join(30)
-    health = collector.health()
     return {"samples": last - first, "wall_s": wall, "cpu_s": cpu,
-            "targets": float(len(health["targets"])),
+            "targets": float(len(health["targets"])), "up": float(health["targets_up"]),
+            "threads": float(threads),
             "errors": float(sum(t["errors_total"] for t in health["targets"].values()))}
 
 
@@ -317,7 +319,9 @@ async def _poll_back_to_back(ports: list[int], pollers: int,
               help="What to measure (repeatable; default: all three).")
 @click.option("--seconds", default=10.0, show_default=True, help="Measurement time per part.")
 @click.option("--speed", default=20.0, show_default=True, help="Lab speed for gNMI parts.")
+@click.option("--spines", default=4, show_default=True, help="Lab spines (live part).")
 @click.option("--leaves", default=8, show_default=True, help="Lab leaves (live part).")
+@click.option("--hosts-per-leaf", default=24, show_default=True, help="Lab hosts per leaf (live).")
 @click.option("--recordings", type=click.Path(file_okay=False, path_type=Path),
               help="Decode these saved recordings instead of recording from a lab.")
 @click.option("--save-recordings", type=click.Path(file_okay=False, path_type=Path),
@@ -330,7 +334,8 @@ async def _poll_back_to_back(ports: list[int], pollers: int,
               help="Concurrent pollers, spread over the agents.")
 @click.option("--profile", "profile_out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a cProfile of the recorded-decode part here.")
-def collect(parts: tuple[str, ...], seconds: float, speed: float, leaves: int,
+def collect(parts: tuple[str, ...], seconds: float, speed: float, spines: int, leaves: int,
+            hosts_per_leaf: int,
             recordings: Path | None, save_recordings: Path | None, snmp_pairs: int,
             snmp_agents: int, snmp_pollers: int, profile_out: Path | None) -> None:
     """Decoded gNMI updates/s per core (recorded and live) and SNMP varbinds/s."""
@@ -342,7 +347,7 @@ def collect(parts: tuple[str, ...], seconds: float, speed: float, leaves: int,
         if "gnmi-recorded" in parts:
             _recorded(work, seconds, speed, recordings, save_recordings, profile_out)
         if "gnmi-live" in parts:
-            _live(work, seconds, speed, leaves)
+            _live(work, seconds, speed, spines, leaves, hosts_per_leaf)
         if "snmp" in parts:
             _snmp(work, seconds, snmp_pairs, snmp_agents, snmp_pollers)
 
@@ -383,13 +388,15 @@ def _recorded(work: Path, seconds: float, speed: float, recordings: Path | None,
         profiler.dump_stats(str(profile_out))
 
 
-def _live(work: Path, seconds: float, speed: float, leaves: int) -> None:
-    with lab_process(work, speed, spines=4, leaves=leaves, hosts=24) as agents:
+def _live(work: Path, seconds: float, speed: float, spines: int, leaves: int,
+          hosts: int) -> None:
+    with lab_process(work, speed, spines=spines, leaves=leaves, hosts=hosts) as agents:
         agents_file = work / "agents.json"
         agents_file.write_text(json.dumps(agents))
         result = live_rate(agents_file, seconds)
-    click.echo(f"\ngNMI live against the lab ({result['targets']:.0f} switches, speed {speed:g}, "
-               f"lab in another process), whole collector process:")
+    click.echo(f"\ngNMI live against the lab ({result['targets']:.0f} switches, "
+               f"{result['up']:.0f} up at the end, speed {speed:g}, lab in another process), "
+               f"whole collector process ({result['threads']:.0f} threads):")
     click.echo(f"  {result['samples'] / result['wall_s']:,.0f} samples/s wall, "
                f"{result['cpu_s'] / result['wall_s']:.2f} CPU cores busy, "
                f"{result['samples'] / max(result['cpu_s'], 1e-9):,.0f} samples per CPU second; "

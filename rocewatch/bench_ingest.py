@@ -154,7 +154,7 @@ def ingest(samples: int, batch_rows: int, devices: int, max_rows: int, backends:
     run = uuid.uuid4().hex[:8]
     topics = Topics(f"bench{run}.")
     bus_settings = BusSettings(kind="kafka", kafka=KafkaSettings(
-        bootstrap=kafka, partitions=6, compression=compression,  # type: ignore[arg-type]
+        bootstrap=kafka, partitions=6, compression=compression,
         linger_ms=20, batch_bytes=1 << 20, group_prefix=f"bench{run}-"))
     batches = make_batches(samples, batch_rows, devices)
     total = sum(len(b) for b in batches)

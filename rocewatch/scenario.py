@@ -13,11 +13,13 @@ seconds from the scenario's start (event time − the lab's epoch), and the scor
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +27,7 @@ from typing import Any
 
 from pipeline.bus import Consumer, MemoryBus, Topics
 from pipeline.config import read_yaml
-from pipeline.errors import DecodeError
+from pipeline.errors import DecodeError, StoreError
 from pipeline.model import ActionResult, Alert, Severity, alerts_from_json
 from pipeline.topology import Topology
 from rocewatch.scoring import score
@@ -65,12 +67,23 @@ def topology_json(topology: Topology) -> dict[str, Any]:
             "hosts": [{"name": h.name, "port": str(h.port)} for h in topology.hosts]}
 
 
+def detection_sources() -> frozenset[str]:
+    """Who speaks about the fabric on the alerts topic: the detectors and the correlator (the
+    remediation stage publishes its own operational alerts there too, e.g. a halted automation)."""
+    from pipeline.registry import Registry
+
+    return frozenset([*Registry("rocewatch.detectors").names(), "correlator"])
+
+
 def alert_entries(messages: Iterable[Alert], epoch_ns: int, end_s: float) -> list[dict[str, Any]]:
-    """One entry per fingerprint, from its published states in order: ``first_s`` is when it
-    was first raised, ``last_s`` when it resolved (or the run's end), the verdict is the last one
-    published, the severity the highest it reached."""
+    """One entry per fingerprint of the fabric's findings, from its published states in order:
+    ``first_s`` is when it was first raised, ``last_s`` when it resolved (or the run's end), the
+    verdict is the last one published, the severity the highest it reached."""
+    sources = detection_sources()
     by_fp: dict[str, list[Alert]] = {}
     for alert in messages:
+        if alert.source not in sources:
+            continue
         by_fp.setdefault(alert.fingerprint, []).append(alert)
     out = []
     for states in by_fp.values():
@@ -121,8 +134,22 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def process_chdb_dir() -> Path:
+    """The chDB data directory of this process: chDB allows one per process, so every run of a
+    suite shares it (each with a database of its own)."""
+    global _CHDB_DIR
+    if _CHDB_DIR is None:
+        _CHDB_DIR = Path(tempfile.mkdtemp(prefix="rocewatch-chdb-"))
+        atexit.register(shutil.rmtree, _CHDB_DIR, True)
+    return _CHDB_DIR
+
+
+_CHDB_DIR: Path | None = None
+
+
 def platform_config(config_path: str | None, work: Path, agents_file: Path,
-                    te_url: str, protocols: set[str]) -> dict[str, Any]:
+                    te_url: str, protocols: set[str], chdb_path: Path | None = None,
+                    database: str = "rocewatch") -> dict[str, Any]:
     """The user's config (remediation mode, receivers, detectors...) with what a run must own:
     an in-process bus, a fresh embedded store, collectors over the lab's agents, the TE
     controller and gNMI targets of the lab, an API on a free port."""
@@ -132,7 +159,8 @@ def platform_config(config_path: str | None, work: Path, agents_file: Path,
     return _merge(data, {
         "topology": "",
         "bus": {"kind": "memory"},
-        "store": {"kind": "chdb", "chdb_path": str(work / "chdb")},
+        "store": {"kind": "chdb", "chdb_path": str(chdb_path or process_chdb_dir()),
+                  "database": database},
         "api": {"host": "127.0.0.1", "port": 0},
         "collectors": collectors,
         "remediation": {"te_controller": te_url,
@@ -159,8 +187,12 @@ def _protocols(agents_file: Path) -> set[str]:
 
 
 def run_scenario(path: str | Path, speed: float = 10.0, config_path: str | None = None,
-                 keep: Path | None = None, catch_up_s: float = 20.0) -> dict[str, Any]:
-    """Run one scenario end to end through the real platform; returns the run report."""
+                 keep: Path | None = None, catch_up_s: float = 20.0,
+                 chdb_path: Path | None = None) -> dict[str, Any]:
+    """Run one scenario end to end through the real platform; returns the run report.
+
+    ``chdb_path`` is the process's chDB directory (default: one temporary directory per
+    process); the run gets a database of its own in it, dropped afterwards."""
     from lab.runtime import Lab
     from lab.scenario import load_scenario
     from rocewatch.app import ALL_ROLES, Platform
@@ -176,8 +208,9 @@ def run_scenario(path: str | Path, speed: float = 10.0, config_path: str | None 
     try:
         lab.start()
         agents_file = _agents_file(lab, work)
+        database = f"scenario_{uuid.uuid4().hex[:12]}"
         overrides = platform_config(config_path, work, agents_file, lab.te_url,
-                                    _protocols(agents_file))
+                                    _protocols(agents_file), chdb_path, database)
         settings = load_settings(None, overrides=overrides)
         topics = Topics(settings.bus.topic_prefix)
         bus = MemoryBus(partitions=settings.bus.partitions, capacity=settings.bus.capacity)
@@ -192,6 +225,7 @@ def run_scenario(path: str | Path, speed: float = 10.0, config_path: str | None 
                   gathered)
         platform.stop()
         platform = None
+        _drop_database(settings)
         while gathered.take(reader, topics, timeout_s=0.2):
             pass
         return build_report(scenario.name, scenario.sample_interval_s, lab.topology,
@@ -204,6 +238,20 @@ def run_scenario(path: str | Path, speed: float = 10.0, config_path: str | None 
             keep.mkdir(parents=True, exist_ok=True)
             shutil.copytree(work, keep, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _drop_database(settings: Any) -> None:
+    """The run's store database goes with the run (the process's chDB directory stays)."""
+    from pipeline.store import open_store
+
+    try:
+        store = open_store(settings.store)
+        try:
+            store.execute(f"DROP DATABASE IF EXISTS {store.database}")
+        finally:
+            store.close()
+    except StoreError as exc:
+        log.warning("could not drop the run's database: %s", exc)
 
 
 def _warm_up(settings: Any) -> None:

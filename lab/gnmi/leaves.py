@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 
 from lab import counters as cf
 from lab.counters import Layout
-from lab.gnmi.paths import Elem, PathT, matches
+from lab.gnmi.paths import Elem, PathT, matches, to_pb
 from lab.wiring import N_PRIO, Wiring
 
 MODULES = {"interfaces": "openconfig-interfaces", "qos": "openconfig-qos"}
@@ -37,7 +38,7 @@ class Kind(IntEnum):
     TIMETICKS = 6   # simulated seconds in the snapshot, served as ns since the epoch
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class LeafTable:
     paths: tuple[PathT, ...]
     kinds: NDArray[np.int8]
@@ -46,6 +47,11 @@ class LeafTable:
 
     def __len__(self) -> int:
         return len(self.paths)
+
+    @cached_property
+    def path_bytes(self) -> tuple[bytes, ...]:
+        """Each leaf's path as a serialized gnmi.Path (built once, reused by every selection)."""
+        return tuple(to_pb(p).SerializeToString() for p in self.paths)
 
     def select(self, pattern: PathT) -> NDArray[np.int64]:
         """Indices of the leaves under ``pattern``, in table order."""

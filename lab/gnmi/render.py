@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
 from lab.gnmi.leaves import OPER_NAMES, Kind, LeafTable
-from lab.gnmi.paths import PathT, to_pb
+from lab.gnmi.paths import PathT
 
 F64 = NDArray[np.float64]
 _NUMERIC = (int(Kind.COUNTER), int(Kind.GAUGE))
@@ -48,8 +48,9 @@ class LeafSelection:
         self.resp = pb.SubscribeResponse()
         note = self.resp.update
         note.prefix.CopyFrom(prefix)
-        for path in self.paths:
-            note.update.add().path.CopyFrom(to_pb(path))
+        cached = table.path_bytes
+        for i in sel.tolist():
+            note.update.add().path.MergeFromString(cached[i])
         self.updates = list(note.update)
         consts = [table.consts[i] for i in sel.tolist()]
         for u, kind, const in zip(self.updates, self.kinds.tolist(), consts, strict=True):

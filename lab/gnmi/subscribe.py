@@ -85,6 +85,8 @@ class SubscriptionPlan:
 
 
 async def run_stream(plan: SubscriptionPlan, view: SimView) -> AsyncIterator[pb.SubscribeResponse]:
+    # the schedule starts at this snapshot, however long the initial notifications take to send
+    seen = view.pub
     snap = view.snapshot
     now = view.time_s
     ts = view.ts_ns(snap)
@@ -96,7 +98,6 @@ async def run_stream(plan: SubscriptionPlan, view: SimView) -> AsyncIterator[pb.
         sub.next_due = now + sub.interval_s
         sub.last_full = now
     yield pb.SubscribeResponse(sync_response=True)
-    seen = view.pub
     while True:
         batch = await view.snapshots_after(seen)
         seen = batch[-1][0]
@@ -115,7 +116,10 @@ def _due(sub: _Sub, snap: np.ndarray, now: float, ts: int) -> pb.SubscribeRespon
     if sub.mode == _SAMPLE:
         if now < sub.next_due - eps:
             return None
-        missed = int((now - sub.next_due) // sub.interval_s) if sub.interval_s > 0 else 0
+        # floor with slack: snapshot times are float multiples of the step, and a tiny negative
+        # difference must not hold the schedule back (that would send the sample twice)
+        missed = (max(0, int((now - sub.next_due + eps) // sub.interval_s))
+                  if sub.interval_s > 0 else 0)
         sub.skipped += missed
         sub.next_due += (missed + 1) * sub.interval_s
         if sub.suppress and not heartbeat:

@@ -110,6 +110,24 @@ def test_sonic_database_maps() -> None:
     assert dec.health.errors == {"unknown_path": 1}
 
 
+def test_cumulus_switch_priority_and_queue_paths() -> None:
+    dec = decoder("cumulus")
+    qos = "/qos/interfaces/interface[interface-id=swp7]"
+    dec.feed(notification(T0, [
+        (f"{qos}/switch-priority[priority=3]/state/counters/in-pause-pkts", j("12")),
+        (f"{qos}/switch-priority[priority=3]/state/out-pause-duration", j("3400")),
+        (f"{qos}/switch-priority[priority=3]/state/counters/some-new-leaf", j("1")),
+        (f"{qos}/output/queues/queue[name=3]/state/instant-queue-len", j("65536")),
+        (f"{qos}/output/queues/queue[name=3]/state/no-buffer-uc-dropped-pkts", j("5")),
+        (f"{qos}/output/queues/queue[name=3]/state/wred-dropped-pkts", j("9")),
+    ]), 0.0)
+    got = {(r[2], r[3], r[4]): r[5] for r in rows(dec)}
+    assert got == {("swp7", "pfc_rx_frames", 3): 12, ("swp7", "pfc_tx_pause_us", 3): 3400,
+                   ("swp7", "queue_occupancy_bytes", 3): 65536,
+                   ("swp7", "queue_dropped_pkts", 3): 5}
+    assert dec.health.errors == {}
+
+
 def test_deletes_drop_expected_series_and_mark_ports_not_present() -> None:
     dec = decoder("openconfig")
     base = "/interfaces/interface[name=Ethernet{}]/state"

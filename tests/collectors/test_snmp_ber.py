@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import calendar
+from typing import Any
 
 import pytest
 from pyasn1.codec.ber import encoder
@@ -22,6 +24,7 @@ from collectors.snmp_ber import (
     subids,
 )
 from collectors.snmp_poll import SnmpClock, parse_date_and_time
+from collectors.snmp_walk import walk_columns
 from pipeline.errors import DecodeError
 
 V2C = api.PROTOCOL_MODULES[api.SNMP_VERSION_2C]
@@ -103,3 +106,48 @@ def test_date_and_time_and_the_anchored_clock() -> None:
     wrap = SnmpClock()
     wrap.update(2**32 - 100, utc)
     assert wrap.update(100, utc + 2 * 10**9) == (utc + 2 * 10**9, False)
+
+
+class _Table:
+    """An agent answering GETBULK over one table in memory (rows per column, row-major)."""
+
+    def __init__(self, columns: dict[bytes, int]) -> None:
+        self.columns = columns
+        self.requests: list[tuple[int, int]] = []
+
+    def _after(self, oid: bytes) -> tuple[bytes, int, int | bytes | None] | None:
+        every = sorted(col + bytes([row]) for col, n in self.columns.items()
+                       for row in range(1, n + 1))
+        later = [o for o in every if o > oid]
+        return (later[0], COUNTER32, 1) if later else None
+
+    async def get(self, oids: list[bytes]) -> list[Any]:
+        raise NotImplementedError
+
+    async def bulk(self, oids: list[bytes], max_repetitions: int) -> list[Any]:
+        self.requests.append((len(oids), max_repetitions))
+        out: list[Any] = []
+        current = list(oids)
+        for _ in range(max_repetitions):
+            for i, oid in enumerate(current):
+                nxt = self._after(oid)
+                out.append(nxt or (oid, END_OF_MIB_VIEW, None))
+                current[i] = nxt[0] if nxt else oid
+        return out
+
+
+def test_walks_follow_columns_and_trim_repetitions_to_what_they_expect() -> None:
+    a, b = oid_bytes("1.3.6.1.9.1"), oid_bytes("1.3.6.1.9.2")
+    agent = _Table({a: 30, b: 12})
+    first = asyncio.run(walk_columns(agent, [a, b], max_repetitions=10, columns_per_request=2))
+    assert [len(first.rows[c]) for c in (a, b)] == [30, 12]
+    assert [subids(i) for i, _, _ in first.rows[b]] == [(r,) for r in range(1, 13)]
+    agent.requests.clear()
+    again = asyncio.run(walk_columns(agent, [a, b], max_repetitions=50, columns_per_request=2,
+                                     expected={a: 30, b: 12}))
+    assert [len(again.rows[c]) for c in (a, b)] == [30, 12]
+    assert agent.requests == [(2, 31)]  # one request, no rows asked for past the ends
+    agent.columns[a] = 60  # the table grew: back to full repetitions after the expectation
+    grown = asyncio.run(walk_columns(agent, [a], max_repetitions=50, columns_per_request=1,
+                                     expected={a: 30}))
+    assert len(grown.rows[a]) == 60 and len(agent.requests) <= 4

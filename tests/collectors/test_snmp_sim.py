@@ -11,6 +11,7 @@ import pytest
 from collectors.snmp import SnmpCollector, SnmpOptions
 from pipeline.model import FLAG_COUNTER32, FLAG_RESET
 from tests.collectors.conftest import (
+    DATA,
     V3_AUTH,
     V3_PRIV,
     V3_USER,
@@ -59,6 +60,14 @@ def series(rows: list[Any], metric: str, port: str, qual: int = -1,
             and r[4] == qual]
 
 
+def test_the_recording_is_sorted_by_numeric_oid() -> None:
+    """snmpsim silently serves nothing from a file out of numeric OID order."""
+    lines = [line for line in (DATA / "leaf9.snmprec").read_text().splitlines()
+             if line and not line.startswith("#")]
+    oids = [tuple(int(p) for p in line.split("|")[0].split(".")) for line in lines]
+    assert oids == sorted(oids) and len(set(oids)) == len(oids)
+
+
 def test_polls_the_recorded_walk(tmp_path: Path, sink: Sink, snmpsim: SnmpSim) -> None:
     with make(tmp_path, sink, [v2c("leaf9", snmpsim.address, "T_LEAF9")]) as collector:
         rows = sink.wait_for(lambda rows: len(polls(rows)) >= 3, what="three polls")
@@ -84,10 +93,13 @@ def test_polls_the_recorded_walk(tmp_path: Path, sink: Sink, snmpsim: SnmpSim) -
     assert health["clock"] == "collector"
     assert health["errors"]["no_device_clock"] == 1
     # bad rows are counted and dropped; their neighbours still come through
-    assert {"wrong_type", "no_such_instance", "unknown_ifindex"} <= set(health["errors"])
+    assert {"wrong_type", "no_such_instance", "no_such_object", "unknown_ifindex"} <= set(
+        health["errors"])
     assert not series(rows, "if_in_errors", "Ethernet3")
     assert not series(rows, "if_in_errors", "Ethernet4")
     assert series(rows, "if_in_errors", "Ethernet5")
+    assert not series(rows, "if_out_errors", "Ethernet6") and series(rows, "if_out_errors",
+                                                                    "Ethernet7")
     assert not any(r[2] == "" and r[3] == "if_in_discards" for r in rows)
     assert health["up"] and health["expected"] > 300
 

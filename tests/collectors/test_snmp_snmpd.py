@@ -4,6 +4,7 @@ interfaces in a network namespace."""
 from __future__ import annotations
 
 import itertools
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -85,17 +86,24 @@ def test_v3_auth_priv(tmp_path: Path, sink: Sink, snmpd: Snmpd) -> None:
 def test_sixty_four_interfaces_in_a_namespace(tmp_path: Path, sink: Sink,
                                               netns_snmpd: tuple[NetNs, Snmpd]) -> None:
     ns, agent = netns_snmpd
-    snmp = collector(tmp_path, sink, [target(agent.address, interval=0.5)])
+    path = write_targets(tmp_path / "targets.yaml", [target(agent.address, interval=0.3)])
+    snmp = SnmpCollector("test", SnmpOptions(targets=str(path), bind_address="127.0.0.1",
+                                             ifname_refresh_s=0.5), emit=sink)
     stop = threading.Event()
     thread = threading.Thread(target=run_in_netns, args=(ns.name, lambda: snmp.run(stop)))
     thread.start()
     try:
         rows = sink.wait_for(lambda rows: len(polls(rows)) >= 2, what="polls inside the netns")
+        last = polls(rows)[-1]
+        ports = {r[2] for r in rows if r[0] == last and r[3] == "if_oper_status"}
+        assert ports == {"lo", *(f"Ethernet{i}" for i in range(1, 65))}
+        # an interface that appears later is named once the cache is read again
+        subprocess.run(["ip", "-n", ns.name, "link", "add", "Ethernet65", "type", "veth",
+                        "peer", "name", "Ethernet66"], check=True)
+        rows = sink.wait_for(lambda rows: any(r[2] == "Ethernet66" for r in rows),
+                             what="the new interface by name")
     finally:
         stop.set()
         thread.join(15)
     assert not thread.is_alive()
-    last = polls(rows)[-1]
-    ports = {r[2] for r in rows if r[0] == last and r[3] == "if_oper_status"}
-    assert ports == {"lo", *(f"Ethernet{i}" for i in range(1, 65))}
     assert snmp.health()["targets"]["host1"]["varbinds_total"] > 64 * 12

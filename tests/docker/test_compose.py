@@ -49,7 +49,7 @@ def host_path(container_path: str, svc: dict[str, Any]) -> Path:
     for volume in svc.get("volumes", []):
         source, target = volume.split(":")[:2]
         if container_path.startswith(target + "/"):
-            return (DOCKER / source / container_path[len(target) + 1:]).resolve()
+            return Path(DOCKER, str(source), container_path[len(target) + 1:]).resolve()
     raise AssertionError(f"{container_path} is not on a volume of the service")
 
 

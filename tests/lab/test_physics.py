@@ -48,9 +48,15 @@ def test_two_to_one_incast_fills_the_queue_at_line_rate_then_pauses_the_senders(
     assert _c(sim, "leaf1", "Ethernet1", cf.P_IN_OCTETS) == pytest.approx(10e-6 * LINE)
     sim.run_until(16e-6)   # each sender's PG now holds XOFF: 2 x 400 KB = 16 us of growth
     assert _queue(sim, "leaf1", "Ethernet3") == pytest.approx(2 * XOFF, rel=1e-6)
-    sim.run_until(300e-6)
-    # the queue stops growing at the XOFF equilibrium; the receiver still gets line rate
-    assert _queue(sim, "leaf1", "Ethernet3") == pytest.approx(2 * XOFF, rel=0.02)
+    # then each PG cycles between XOFF and XON: paused, it drains at 200 Gb/s (half the port)
+    # for 64 KB / 25 KB/us = 2.6 us; resumed, it fills at 400 - 200 Gb/s for as long
+    queues = []
+    while sim.t < 300e-6 - 1e-9:
+        sim.step()
+        queues.append(_queue(sim, "leaf1", "Ethernet3"))
+    band = BufferProfile().xon_band_bytes
+    assert min(queues) >= 2 * (XOFF - band) - 2 * 25e3 and max(queues) <= 2 * XOFF + 1.0
+    # the receiver gets line rate all along
     assert _c(sim, "leaf1", "Ethernet3", cf.P_OUT_OCTETS) == pytest.approx(300e-6 * LINE,
                                                                           rel=1e-3)
     # the ports facing the senders pause them; nobody pauses the receiver's port
@@ -61,9 +67,11 @@ def test_two_to_one_incast_fills_the_queue_at_line_rate_then_pauses_the_senders(
     assert _q(sim, "leaf1", "Ethernet3", cf.Q_PFC_RX) == 0
     nic = sim.counters.prio[sim.wiring.host_nic, 3]
     assert (nic[:2, cf.Q_PFC_RX] > 0).all() and nic[2, cf.Q_PFC_RX] == 0
-    # each sender is paused about half of the time after the queue filled
+    # each sender is paused about half of the time after the queue filled, in XOFF/XON cycles
+    # of about 5-6 us (at 1 us steps), an XOFF and an XON frame each
     paused_us = nic[0, cf.Q_PFC_RX_US]
     assert paused_us == pytest.approx((300 - 16) / 2, rel=0.1)
+    assert 2 * 284 / 7 <= nic[0, cf.Q_PFC_RX] <= 2 * 284 / 5
     # PFC acts before anything is lost: no drops anywhere
     assert sim.counters.prio[:, :, cf.Q_DROPPED].sum() == 0
 

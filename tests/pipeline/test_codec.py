@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from pipeline.metrics import CATALOG
 from pipeline.model import SampleBatch
 
 
-def test_round_trip_keeps_every_column_and_vocabulary(batch_factory) -> None:
+def test_round_trip_keeps_every_column_and_vocabulary(batch_factory: Any) -> None:
     batch = batch_factory()
     decoded = decode_batch(encode_batch(batch))
     assert list(decoded.rows()) == list(batch.rows())
@@ -42,7 +43,7 @@ def test_columns_are_views_over_the_message() -> None:
     assert decode_batch(data).value.base is not None
 
 
-def _good(batch_factory) -> bytes:
+def _good(batch_factory: Any) -> bytes:
     return encode_batch(batch_factory(devices=1, ports=1, seconds=3))
 
 
@@ -54,7 +55,7 @@ def _good(batch_factory) -> bytes:
     (lambda b: b + b"\0", "should be"),
     (lambda b: b"", "too short"),
 ])
-def test_garbage_is_a_decode_error(batch_factory, mangle, match) -> None:
+def test_garbage_is_a_decode_error(batch_factory: Any, mangle: Any, match: str) -> None:
     with pytest.raises(DecodeError, match=match):
         decode_batch(mangle(_good(batch_factory)))
 
@@ -69,7 +70,7 @@ def _with(values: dict[str, np.ndarray], devices: bytes = b"d", ports: bytes = b
     return b"".join(parts)
 
 
-def _cols(**over) -> dict[str, np.ndarray]:
+def _cols(**over: Any) -> dict[str, np.ndarray]:
     cols = {"ts_ns": [1], "device": [0], "port": [0], "metric": [0], "qual": [-1],
             "value": [1.0], "flags": [0]}
     cols.update(over)

@@ -108,7 +108,7 @@ class FlakyStore:
 def test_a_store_outage_is_retried_and_nothing_is_committed_before(
         bus: MemoryBus, topics: Topics, chdb_store: Store, batch: SampleBatch) -> None:
     flaky = FlakyStore(chdb_store, failures=3)
-    ingest = Ingest(bus, flaky, topics, max_wait_s=0.1)  # type: ignore[arg-type]
+    ingest = Ingest(bus, flaky, topics, max_wait_s=0.1)
     publish_batches(bus.producer(), topics, per_device(batch))
     stop = threading.Event()
     # a second member of the group would see the messages if they had been committed

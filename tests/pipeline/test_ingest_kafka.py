@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -39,7 +40,7 @@ DEVICES = 8
 def produced_batches(batch_factory: Any, rounds: int) -> list[SampleBatch]:
     """``rounds`` polls of DEVICES devices (48 series each), consecutive in event time."""
     start = (time.time_ns() // NS - rounds * 10 - 60) * NS
-    out = []
+    out: list[SampleBatch] = []
     for r in range(rounds):
         whole = batch_factory(devices=DEVICES, ports=4, seconds=10, start_ns=start + r * 10 * NS,
                               seed=r)
@@ -49,7 +50,7 @@ def produced_batches(batch_factory: Any, rounds: int) -> list[SampleBatch]:
 
 def fingerprint(batches: list[SampleBatch]) -> tuple[int, int]:
     """(rows, sum of a hash of every sample's key) of what was produced."""
-    keys = set()
+    keys: set[tuple[Any, ...]] = set()
     for b in batches:
         keys.update((r[1], r[2], r[3], r[4], r[0]) for r in b.rows())
     return len(keys), sum(hash(k) & 0xFFFF for k in keys)
@@ -87,7 +88,7 @@ def assert_exactly_once(store: Store, batches: list[SampleBatch]) -> None:
 
 
 @pytest.fixture
-def deployment(tmp_path: Path, kafka_address: str, clickhouse_store: Store,
+def deployment(tmp_path: Path, kafka_address: str, clickhouse_store: Any,
                unique_name: Any) -> dict[str, Any]:
     """A config for separate role processes: Kafka bus, the test ClickHouse database."""
     ch = clickhouse_store.settings.clickhouse
@@ -106,14 +107,14 @@ def deployment(tmp_path: Path, kafka_address: str, clickhouse_store: Store,
 
 
 class IngestProcess:
-    """``rocewatch run --role ingest`` as a child process."""
+    """``rocewatch run --role ingest`` (or another role) as a child process."""
 
-    def __init__(self, config: Path, log: Path) -> None:
+    def __init__(self, config: Path, log: Path, role: str = "ingest") -> None:
         self.log = log
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self._out = log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rocewatch", "-v", "run", "--role", "ingest", "-c",
+            [sys.executable, "-m", "rocewatch", "-v", "run", "--role", role, "-c",
              str(config)], stdout=self._out, stderr=subprocess.STDOUT, env=env)
 
     def kill(self) -> None:
@@ -216,13 +217,22 @@ def test_a_broker_restart_mid_stream_loses_and_doubles_nothing(
     assert_exactly_once(store, batches)
 
 
-def test_two_ingest_processes_share_the_partitions(
+def test_two_ingest_processes_share_the_partitions_and_an_api_process_reads_them(
         deployment: dict[str, Any], processes: list[IngestProcess], batch_factory: Any) -> None:
+    import httpx
+
     store, topics = deployment["store"], deployment["topics"]
     bus = bus_for(deployment)
     bus.ensure_topics(topics.all())
     for i in range(2):
         processes.append(IngestProcess(deployment["path"], deployment["logs"] / f"ingest{i}.log"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        api_port = s.getsockname()[1]
+    api_config = deployment["logs"] / "api.yaml"
+    api_config.write_text(yaml.safe_dump({**deployment["config"],
+                                          "api": {"host": "127.0.0.1", "port": api_port}}))
+    processes.append(IngestProcess(api_config, deployment["logs"] / "api.log", role="api"))
     group = deployment["config"]["bus"]["kafka"]["group_prefix"] + "ingest"
     admin = bus._admin_client()
 
@@ -248,5 +258,15 @@ def test_two_ingest_processes_share_the_partitions(
 
     # the commit follows the insert: every message is committed soon after it is stored
     wait_for(lambda: committed() == len(batches), 30, "the group to commit every message")
+    newest = max(int(b.ts_ns.max()) for b in batches)
+
+    def api_sees_the_newest() -> bool:
+        try:
+            clock = httpx.get(f"http://127.0.0.1:{api_port}/v1/clock", timeout=2).json()
+        except (httpx.HTTPError, ValueError):
+            return False
+        return bool(clock.get("latest_sample_ns") == newest)
+
+    wait_for(api_sees_the_newest, 60, "the api process to answer from the server store")
     assert_exactly_once(store, batches)
     bus.close()

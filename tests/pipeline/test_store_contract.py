@@ -113,7 +113,7 @@ def test_latest_values_per_series(store: Store, batch: SampleBatch) -> None:
         f"(SELECT device, port, metric, qual, value, {d.time_ns('ts')} AS t "
         f"FROM {store.database}.samples WHERE metric = {literal('queue_occupancy_bytes')}) "
         f"GROUP BY device, port, metric, qual ORDER BY device, port")
-    want = {}
+    want: dict[tuple[str, str], tuple[int, float]] = {}
     for ts, dev, port, metric, _, value, _ in batch.rows():
         if metric == "queue_occupancy_bytes" and ts >= want.get((dev, port), (0, 0.0))[0]:
             want[(dev, port)] = (ts, value)
@@ -195,7 +195,13 @@ def test_both_backends_answer_alike(chdb_store: Store, clickhouse_store: Store,
         store.insert_samples(batch)
         store.insert_samples(batch)
     lo, hi = int(batch.ts_ns.min()), int(batch.ts_ns.max()) + 1
-    for build in (lambda s: rows_sql(s, lo, hi), lambda s: rollup_sql(s, ROLLUP_1M)):
+    def rows(store: Store) -> str:
+        return rows_sql(store, lo, hi)
+
+    def minutes(store: Store) -> str:
+        return rollup_sql(store, ROLLUP_1M)
+
+    for build in (rows, minutes):
         a, b = chdb_store.query(build(chdb_store)), clickhouse_store.query(build(clickhouse_store))
         assert list(a) == list(b)
         for name in a:
