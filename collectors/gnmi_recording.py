@@ -1,9 +1,10 @@
-"""Recorded gNMI streams: capture a target's raw SubscribeResponses, save them, read them back.
+"""Recorded gNMI streams: capture a target's raw SubscribeResponses, save them, serve them back.
 
 A recording is what a target sent, byte for byte, so the decode path can be measured, profiled and
-regression-tested offline (``rocewatch bench collect`` uses it). File format: one JSON header
-line (``{"format": 1, "profile": ..., "device": ...}``), then each message as a 4-byte
-little-endian length followed by the serialized ``SubscribeResponse``.
+regression-tested offline, and a collector can be run against it at full speed (``rocewatch bench
+collect`` does both). File format: one JSON header line (``{"format": 1, "profile": ...,
+"device": ...}``), then each message as a 4-byte little-endian length followed by the serialized
+``SubscribeResponse``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import struct
 import threading
 from collections.abc import Mapping
+from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,3 +93,31 @@ def record(address: str, profile: GnmiProfile, device: str, seconds: float,
     finally:
         channel.close()
     return Recording(profile.name, device, tuple(messages))
+
+
+def serve(recording: Recording, host: str = "127.0.0.1") -> tuple[Any, int]:
+    """A gNMI target on ``host`` that answers every Subscribe with the recording, looped, as
+    fast as the client reads (no credentials checked). Returns ``(grpc server, port)``."""
+
+    def capabilities(request: pb.CapabilityRequest, context: Any) -> pb.CapabilityResponse:
+        return pb.CapabilityResponse(supported_encodings=[pb.JSON_IETF, pb.PROTO, pb.JSON])
+
+    def subscribe(requests: Any, context: Any) -> Any:
+        next(requests)
+        while context.is_active():
+            yield from recording.messages
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    handlers = {
+        "Capabilities": grpc.unary_unary_rpc_method_handler(
+            capabilities, request_deserializer=pb.CapabilityRequest.FromString,
+            response_serializer=pb.CapabilityResponse.SerializeToString),
+        "Subscribe": grpc.stream_stream_rpc_method_handler(
+            subscribe, request_deserializer=pb.SubscribeRequest.FromString,
+            response_serializer=None),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("gnmi.gNMI",
+                                                                           handlers),))
+    port = server.add_insecure_port(f"{host}:0")
+    server.start()
+    return server, port

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from detectors.base import Detector
 from detectors.correlator import Correlator
 from detectors.features import FeatureTable, Frame, col
@@ -34,14 +36,27 @@ def build_detectors(settings: DetectionSettings, topology: Topology | None) -> l
             for i, spec in enumerate(specs)]
 
 
+def by_time(batch: SampleBatch) -> list[SampleBatch]:
+    """A batch holding several sample times (history read back, a collector's backlog) as one
+    batch per time."""
+    first = batch.ts_ns[0]
+    if (batch.ts_ns == first).all():
+        return [batch]
+    times, inverse = np.unique(batch.ts_ns, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(times) + 1))
+    return [batch.take(order[bounds[i]:bounds[i + 1]]) for i in range(len(times))]
+
+
 def waves(batches: Iterable[SampleBatch]) -> list[list[SampleBatch]]:
     """Split batches (sorted by event time) so that no device appears at two times in one wave."""
-    ordered = sorted((b for b in batches if len(b)), key=lambda b: int(b.ts_ns.min()))
+    ordered = sorted((part for b in batches if len(b) for part in by_time(b)),
+                     key=lambda b: int(b.ts_ns[0]))
     out: list[list[SampleBatch]] = []
     wave: list[SampleBatch] = []
     seen: dict[str, int] = {}
     for b in ordered:
-        ts = int(b.ts_ns.min())
+        ts = int(b.ts_ns[0])
         if any(seen.get(d, ts) != ts for d in b.devices):
             out.append(wave)
             wave, seen = [], {}

@@ -120,13 +120,13 @@ class Flaps(Detector):
         oper = tab.value[pid, self._oper]
         if oper_t > st.oper_ts:
             st.oper_ts = oper_t
+            if (oper == UP) != st.was_up:
+                st.seen_changes += 1  # a transition the status report accounts for
             if oper in DOWN_STATES and not admin_down:
                 if st.down_since < 0:
                     st.down_since = oper_t
                     st.down_evals = 0
-                    st.seen_changes += 1
             elif oper == UP and st.down_since >= 0:
-                st.seen_changes += 1
                 if (oper_t - st.down_since) / 1e9 <= self.opts.bounce_max_s:
                     st.bounces.append(oper_t)
                 st.down_since = -1
@@ -141,7 +141,7 @@ class Flaps(Detector):
             unseen = moved - st.seen_changes
             if unseen >= 2 and up_now and not admin_down:
                 st.bounces.append(carrier_t)  # a bounce inside one interval, unseen by status
-            elif unseen % 2 == 1 and up_now and st.down_since < 0 and not admin_down:
+            elif unseen > 0 and unseen % 2 == 1 and up_now and st.down_since < 0 and not admin_down:
                 st.down_since = carrier_t  # went down; the status report has not arrived (yet)
                 st.down_evals = 0
                 up_now = False

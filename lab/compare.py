@@ -92,7 +92,7 @@ def run_trial(spec: CompareSpec, mode: str, seed: int) -> tuple[float, float]:
     n_flows = len(sim.flows)
     while not sim.done:
         sim.step()
-        got = np.bincount(entries.flow, sim.physics.delivered, minlength=n_flows)
+        got = np.bincount(entries.flow, sim.physics.entry_delivered(), minlength=n_flows)
         done = (got >= spec.message_bytes * (1 - 1e-9)) & ~np.isfinite(finished)
         finished[done] = sim.t
     return sim.t, float(finished.max() - finished.min())

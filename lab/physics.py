@@ -1,7 +1,9 @@
 """The fluid model: one time step of every queue, pause and flow in the fabric, vectorised.
 
-State is per *entry* (a flow's queue pair on its path) and per *channel* (a port's egress) and
-priority. A step of length ``dt`` runs two passes over the four tiers (see :mod:`lab.wiring`):
+State is per *unit* and per *channel* (a port's egress) and priority. Routing places *entries*
+(a flow's queue pairs) on paths; the entries of one flow that share a path behave identically, so
+they are simulated as one unit, regrouped whenever routes change (QPs hashed onto 4 spines make
+at most 4 units per flow). A step of length ``dt`` runs two passes over the four tiers (see :mod:`lab.wiring`):
 
 Forward, tier 0 to 3: each egress queue offers its backlog plus this step's arrivals; the port's
 capacity is shared among priorities (DWRR, equal weights) and each priority only gets the share of
@@ -66,7 +68,8 @@ class Harvest:
 
 class Physics:
     def __init__(self, wiring: Wiring, prio: IntArray, buffers: BufferProfile, dt: float,
-                 extra_prios: tuple[int, ...] = (), dcqcn: bool = False) -> None:
+                 extra_prios: tuple[int, ...] = (), dcqcn: bool = False,
+                 group: IntArray | None = None) -> None:
         self.w = wiring
         self.buf = buffers
         self.dt = dt
@@ -116,18 +119,26 @@ class Physics:
         self.queue: F64 = np.zeros(n_ports * na)    # egress queue bytes
         self._was_full = np.zeros(n_ports * na, dtype=bool)
         self._floor: F64 = np.zeros(n_ports * na)
-        # entries
+        # entries, as routed from outside; ``group`` (the flow) bounds what may be merged
         n_ent = len(prio)
-        self.prio = prio.astype(np.int64)
-        self._pslot = slot[self.prio]
-        self.q: list[F64] = [np.zeros(n_ent) for _ in range(N_TIERS)]   # bytes queued per tier
-        self.ch: IntArray = np.full((n_ent, N_TIERS), -1, dtype=np.int64)
-        self.routable = np.zeros(n_ent, dtype=bool)
-        self.offered: F64 = np.zeros(n_ent)           # bytes/s each entry wants to send
-        self.remaining: F64 = np.full(n_ent, np.inf)  # bytes left to send (finite transfers)
-        self.delivered: F64 = np.zeros(n_ent)
+        self.e_prio = prio.astype(np.int64)
+        self._e_pslot = slot[self.e_prio]
+        self.e_group = (np.arange(n_ent) if group is None else group).astype(np.int64)
+        self.e_ch: IntArray = np.full((n_ent, N_TIERS), -1, dtype=np.int64)
+        self._e_offered: F64 = np.zeros(n_ent)
+        self.unit_of: IntArray = np.zeros(n_ent, dtype=np.int64)
+        self.unit_count: F64 = np.zeros(0)
+        # units: the entries of one flow that share a path, simulated as one
+        self.prio: IntArray = np.zeros(0, dtype=np.int64)
+        self._pslot: IntArray = np.zeros(0, dtype=np.int64)
+        self.q: list[F64] = [np.zeros(0) for _ in range(N_TIERS)]   # bytes queued per tier
+        self.ch: IntArray = np.full((0, N_TIERS), -1, dtype=np.int64)
+        self.routable = np.zeros(0, dtype=bool)
+        self.offered: F64 = np.zeros(0)          # bytes/s each unit wants to send
+        self.remaining: F64 = np.zeros(0)        # bytes left to send (finite transfers)
+        self.delivered: F64 = np.zeros(0)
         self.dcqcn = dcqcn
-        self.rate_factor: F64 = np.ones(n_ent)        # DCQCN sending-rate multiplier
+        self.rate_factor: F64 = np.zeros(0)      # DCQCN sending-rate multiplier
         self.ecn_slot = np.tile(self.ecn_capable[self.prios], n_ports).astype(np.float64)
         empty = np.zeros(0, dtype=np.int64)
         self._m: list[IntArray] = [empty] * N_TIERS   # entries present at each tier
@@ -159,23 +170,57 @@ class Physics:
         self._xoff = self._compact(self.xoff_base * xoff_scale[:, None])
         self._band = self._hysteresis(self._xoff)
 
+    def set_offered(self, entry_rate: F64) -> None:
+        """Bytes/s each entry wants to send this step."""
+        self._e_offered = entry_rate
+        self.offered = _bincount(self.unit_of, entry_rate, len(self.prio))
+
     def set_transfer(self, nbytes: F64) -> None:
         """Finite transfers: each entry sends ``nbytes`` then stops (completion experiments)."""
-        self.remaining = nbytes.astype(np.float64).copy()
+        self.remaining = _bincount(self.unit_of, nbytes.astype(np.float64), len(self.prio))
         self._finite = True
 
+    def entry_delivered(self) -> F64:
+        """Bytes delivered per entry (a unit's members share its bytes equally)."""
+        return np.asarray(self.delivered[self.unit_of] / self.unit_count[self.unit_of])
+
     def set_routes(self, ch: IntArray, routable: NDArray[np.bool_]) -> None:
-        """Install new paths; bytes queued on a hop that moved follow their entry, except on a
-        port that is down or an entry that lost its route, whose bytes are discarded there."""
-        old = self.ch
+        """Install new paths for the entries and regroup them into units.
+
+        Bytes queued on a hop that moved follow their entry, except on a port that is down or for
+        an entry that lost its route, whose bytes are discarded there."""
+        n_ent = len(self.e_prio)
+        if self.unit_count.size:
+            u, cnt = self.unit_of, self.unit_count[self.unit_of]
+            q_e = [self.q[t][u] / cnt for t in range(N_TIERS)]
+            rem_e, del_e = self.remaining[u] / cnt, self.delivered[u] / cnt
+            rate_e = self.rate_factor[u]
+        else:
+            q_e = [np.zeros(n_ent) for _ in range(N_TIERS)]
+            rem_e, del_e, rate_e = np.full(n_ent, np.inf), np.zeros(n_ent), np.ones(n_ent)
+        old = self.e_ch
         for tier in range(1, N_TIERS):
             moved = (old[:, tier] >= 0) & ((old[:, tier] != ch[:, tier]) | ~routable)
             lost_hop = moved & ((ch[:, tier] < 0) | ~routable | ~self.channel_up[old[:, tier]])
             if lost_hop.any():
-                self._discard(old[lost_hop, tier], lost_hop, self.q[tier][lost_hop])
-                self.q[tier][lost_hop] = 0.0
-        self.ch = ch.copy()
-        self.routable = routable.copy()
+                self._discard(old[lost_hop, tier], self._e_pslot[lost_hop], q_e[tier][lost_hop])
+                q_e[tier][lost_hop] = 0.0
+        self.e_ch = ch.copy()
+        key = np.column_stack([self.e_group, ch, routable.astype(np.int64), self.e_prio])
+        _, first, inv, counts = np.unique(key, axis=0, return_index=True, return_inverse=True,
+                                          return_counts=True)
+        inv = np.asarray(inv).ravel()
+        n_units = len(first)
+        self.unit_of, self.unit_count = inv, counts.astype(np.float64)
+        self.ch, self.routable = ch[first], routable[first]
+        self.prio = self.e_prio[first]
+        self._pslot = self.slot[self.prio]
+        self.q = [_bincount(inv, q_e[t], n_units) for t in range(N_TIERS)]
+        self.remaining = _bincount(inv, rem_e, n_units)
+        self.delivered = _bincount(inv, del_e, n_units)
+        self.rate_factor = _bincount(inv, rate_e, n_units) / self.unit_count
+        self.offered = _bincount(inv, self._e_offered, n_units)
+        ch, routable = self.ch, self.routable
         na = self.n_act
         for tier in range(N_TIERS):
             m = np.flatnonzero((ch[:, tier] >= 0) & routable)
@@ -192,7 +237,7 @@ class Physics:
             for tier in range(1, N_TIERS):
                 hit = (self.ch[:, tier] >= 0) & newly_down[np.maximum(self.ch[:, tier], 0)]
                 if hit.any():
-                    self._discard(self.ch[hit, tier], hit, self.q[tier][hit])
+                    self._discard(self.ch[hit, tier], self._pslot[hit], self.q[tier][hit])
                     self.q[tier][hit] = 0.0
             flat = np.repeat(newly_down, self.n_act)
             self.nicbuf[flat] = 0.0
@@ -418,7 +463,6 @@ class Physics:
         asserting = (pg_end >= xoff - self._band) * self._lossless_f
         # asserting with nothing upstream to pause still means XOFF all along
         eff = asserting * np.where(busy > 0, np.maximum(1.0 - inflow * inv, 0.0), 1.0)
-        eff = np.maximum(eff, stuck)
         eff = np.maximum(eff, self._forced)
         eff = np.maximum(eff, busy * self._forced_busy)
         eff *= self._up_flat
@@ -431,8 +475,10 @@ class Physics:
         rate_u = potential / dt
         rate_d = np.minimum(inflow / dt, rate_u)
         partial = (eff > 0.0) & ~full
-        cycles = partial * rate_d * (rate_u - rate_d) / (self._band * np.maximum(rate_u, 1.0))
-        self.acc_frames += 2.0 * cycles * dt + eff * dt / self._refresh_flat
+        cycles = partial * rate_d * (rate_u - rate_d) / (self._band * np.maximum(rate_u, 1.0)) * dt
+        # XOFF/XON cycles shorter than the step are counted here; longer ones show up as the
+        # explicit transitions above (at microsecond steps)
+        self.acc_frames += 2.0 * cycles * (cycles >= 1.0) + eff * dt / self._refresh_flat
         self.acc_pause_s += eff * dt
 
     def _tail_drop(self, tier: int) -> None:
@@ -446,9 +492,8 @@ class Physics:
             self.q[tier][m] *= 1.0 - fd[k]
             self.acc_dropped += over
 
-    def _discard(self, chans: IntArray, entries: NDArray[np.bool_], nbytes: F64) -> None:
-        keys = chans * self.n_act + self._pslot[entries]
-        np.add.at(self.acc_flushed, keys, nbytes)
+    def _discard(self, chans: IntArray, slots: IntArray, nbytes: F64) -> None:
+        np.add.at(self.acc_flushed, chans * self.n_act + slots, nbytes)
 
     # ------------------------------------------------------------------ observations
 

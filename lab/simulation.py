@@ -49,7 +49,8 @@ class Simulation:
         self.router = Router(w, self.flows, self.entries, scenario.routing, scenario.seed)
         storm_prios = tuple(int(f.params["priority"]) for f in scenario.faults
                             if f.kind == "pfc_storm")
-        self.physics = Physics(w, self.entries.prio, self.buffers, dt, storm_prios, dcqcn)
+        self.physics = Physics(w, self.entries.prio, self.buffers, dt, storm_prios, dcqcn,
+                               group=self.entries.flow)
         self.counters = CounterState(w)
         window = max(1, round(scenario.sample_interval_s / tick_s))
         self.stats = StatsTicker(w, self.physics, self.counters, self.buffers, window,
@@ -176,7 +177,7 @@ class Simulation:
         rate = f.bps / 8.0 * active
         if self.jitter is not None:
             rate = rate * self.jitter.at(self.t)
-        self.physics.offered = rate[e.flow] * e.share
+        self.physics.set_offered(rate[e.flow] * e.share)
 
     @property
     def done(self) -> bool:

@@ -1,10 +1,16 @@
 """The ingest loop: bus → store, at least once, idempotent.
 
 It reads the samples, alerts and actions topics as one consumer group, decodes each message,
-inserts what it gathered, and only then commits the offsets. A crash between insert and commit
-redelivers the messages; the store collapses the repeat (samples are keyed by series and event
-time), so nothing acknowledged is lost and nothing is doubled. A message that cannot be decoded
-goes to the dead-letter topic with the reason and never stops the loop.
+inserts what it gathered, and only then commits that batch's own offsets. A crash between insert
+and commit redelivers the messages; the store collapses the repeat (samples are keyed by series
+and event time), so nothing acknowledged is lost and nothing is doubled. A message that cannot be
+decoded goes to the dead-letter topic with the reason, durably before its offset is committed,
+and never stops the loop.
+
+The loop gathers the next batch while up to ``inflight`` earlier ones are inserted by helper
+threads, and commits batches strictly in order, each once it and all before it are stored. A
+store outage is retried with backoff (nothing is committed meanwhile); a broker outage while
+polling keeps what was gathered and tries again.
 """
 
 from __future__ import annotations

@@ -64,10 +64,10 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-# -- the lab in a child process ---------------------------------------------------------------
+# -- peers in child interpreters ------------------------------------------------------------
+# A child prints one JSON line once it serves, and stops when its standard input closes; its CPU
+# is not this process's, so the numbers below are the collector's alone.
 
-# The lab runs in a child interpreter: it prints its agents document as one JSON line when its
-# agents are up, and stops when its standard input closes.
 _LAB_CHILD = """
 import json, sys
 from pathlib import Path
@@ -80,23 +80,39 @@ finally:
     lab.stop()
 """
 
+# recorded streams served back at full speed: the live path's ceiling when the source is not the
+# bottleneck (one target per recording and copy)
+_REPLAY_CHILD = """
+import json, sys
+from pathlib import Path
+from collectors.gnmi_recording import Recording, serve
+servers, targets = [], []
+for path in sys.argv[2:]:
+    rec = Recording.load(Path(path))
+    for i in range(int(sys.argv[1])):
+        server, port = serve(rec)
+        servers.append(server)
+        targets.append({"name": f"{rec.profile}{i}", "address": f"127.0.0.1:{port}",
+                        "profile": rec.profile})
+print(json.dumps(targets), flush=True)
+sys.stdin.read()
+for server in servers:
+    server.stop(None)
+"""
+
 
 @contextlib.contextmanager
-def lab_process(workdir: Path, speed: float, spines: int, leaves: int,
-                hosts: int) -> Iterator[dict[str, Any]]:
-    scenario = workdir / "bench.yaml"
-    scenario.write_text(SCENARIO.format(spines=spines, leaves=leaves, hosts=hosts))
+def child(code: str, *args: str) -> Iterator[Any]:
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
-    proc = subprocess.Popen([sys.executable, "-c", _LAB_CHILD, str(scenario), str(speed),
-                             str(workdir / "lab")], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, env=env)
     assert proc.stdin is not None and proc.stdout is not None
     try:
         line = proc.stdout.readline()
         if not line:
-            raise click.ClickException("the lab did not start (see its output above)")
+            raise click.ClickException("a benchmark peer did not start (see its output above)")
         yield json.loads(line)
     finally:
         proc.stdin.close()
@@ -105,6 +121,13 @@ def lab_process(workdir: Path, speed: float, spines: int, leaves: int,
         except subprocess.TimeoutExpired:
             proc.terminate()
             proc.wait(10)
+
+
+def lab_process(workdir: Path, speed: float, spines: int, leaves: int,
+                hosts: int) -> contextlib.AbstractContextManager[dict[str, Any]]:
+    scenario = workdir / "bench.yaml"
+    scenario.write_text(SCENARIO.format(spines=spines, leaves=leaves, hosts=hosts))
+    return child(_LAB_CHILD, str(scenario), str(speed), str(workdir / "lab"))
 
 
 def record_lab(agents: dict[str, Any], seconds: float) -> list[Recording]:
@@ -164,7 +187,7 @@ def pygnmi_rate(rec: Recording, seconds: float) -> dict[str, float]:
     return {"messages": messages, "cpu_s": time.thread_time() - start}
 
 
-def live_rate(agents_file: Path, seconds: float, warmup: float = 3.0) -> dict[str, float]:
+def live_rate(options: GnmiOptions, seconds: float, warmup: float = 3.0) -> dict[str, float]:
     counted = {"samples": 0, "batches": 0}
     lock = threading.Lock()
 
@@ -173,8 +196,7 @@ def live_rate(agents_file: Path, seconds: float, warmup: float = 3.0) -> dict[st
             counted["batches"] += 1
             counted["samples"] += len(batch)
 
-    collector = GnmiCollector("bench", GnmiOptions(agents=str(agents_file),
-                                                   flush_interval_s=0.25), emit=emit)
+    collector = GnmiCollector("bench", options, emit=emit)
     stop = threading.Event()
     thread = threading.Thread(target=collector.run, args=(stop,), daemon=True)
     thread.start()
@@ -315,8 +337,8 @@ async def _poll_back_to_back(ports: list[int], pollers: int,
 
 @click.command()
 @click.option("--part", "parts", multiple=True,
-              type=click.Choice(["gnmi-recorded", "gnmi-live", "snmp"]),
-              help="What to measure (repeatable; default: all three).")
+              type=click.Choice(["gnmi-recorded", "gnmi-live", "gnmi-replay", "snmp"]),
+              help="What to measure (repeatable; default: all).")
 @click.option("--seconds", default=10.0, show_default=True, help="Measurement time per part.")
 @click.option("--speed", default=20.0, show_default=True, help="Lab speed for gNMI parts.")
 @click.option("--spines", default=4, show_default=True, help="Lab spines (live part).")
@@ -339,30 +361,38 @@ def collect(parts: tuple[str, ...], seconds: float, speed: float, spines: int, l
             recordings: Path | None, save_recordings: Path | None, snmp_pairs: int,
             snmp_agents: int, snmp_pollers: int, profile_out: Path | None) -> None:
     """Decoded gNMI updates/s per core (recorded and live) and SNMP varbinds/s."""
-    parts = parts or ("gnmi-recorded", "gnmi-live", "snmp")
+    parts = parts or ("gnmi-recorded", "gnmi-live", "gnmi-replay", "snmp")
     click.echo(f"rocewatch bench collect: {platform.python_implementation()} "
                f"{platform.python_version()}, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="rw-bench-") as tmp:
         work = Path(tmp)
+        if "gnmi-recorded" in parts or "gnmi-replay" in parts:
+            recs = _recordings(work, speed, recordings, save_recordings)
         if "gnmi-recorded" in parts:
-            _recorded(work, seconds, speed, recordings, save_recordings, profile_out)
+            _recorded(recs, seconds, profile_out)
         if "gnmi-live" in parts:
             _live(work, seconds, speed, spines, leaves, hosts_per_leaf)
+        if "gnmi-replay" in parts:
+            _replay(work, recs, seconds)
         if "snmp" in parts:
             _snmp(work, seconds, snmp_pairs, snmp_agents, snmp_pollers)
 
 
-def _recorded(work: Path, seconds: float, speed: float, recordings: Path | None,
-              save: Path | None, profile_out: Path | None) -> None:
+def _recordings(work: Path, speed: float, recordings: Path | None,
+                save: Path | None) -> list[Recording]:
     if recordings:
         recs = [Recording.load(p) for p in sorted(recordings.glob("*.gnmirec"))]
     else:
         with lab_process(work, speed, spines=4, leaves=4, hosts=28) as agents:
             recs = record_lab(agents, seconds=3.0)
-    if save:
-        save.mkdir(parents=True, exist_ok=True)
-        for rec in recs:
-            rec.save(save / f"{rec.profile}.gnmirec")
+    save = save or work / "recordings"
+    save.mkdir(parents=True, exist_ok=True)
+    for rec in recs:
+        rec.save(save / f"{rec.profile}.gnmirec")
+    return recs
+
+
+def _recorded(recs: list[Recording], seconds: float, profile_out: Path | None) -> None:
     click.echo("\ngNMI decode of recorded SubscribeResponses (one lab leaf per dialect, "
                "JSON_IETF), CPU time of the decoding thread:")
     click.echo(f"  {'profile':<11}{'messages':>9}{'samples/msg':>12}{'pygnmi us/msg':>15}"
@@ -393,7 +423,7 @@ def _live(work: Path, seconds: float, speed: float, spines: int, leaves: int,
     with lab_process(work, speed, spines=spines, leaves=leaves, hosts=hosts) as agents:
         agents_file = work / "agents.json"
         agents_file.write_text(json.dumps(agents))
-        result = live_rate(agents_file, seconds)
+        result = live_rate(GnmiOptions(agents=str(agents_file), flush_interval_s=0.25), seconds)
     click.echo(f"\ngNMI live against the lab ({result['targets']:.0f} switches, "
                f"{result['up']:.0f} up at the end, speed {speed:g}, lab in another process), "
                f"whole collector process ({result['threads']:.0f} threads):")
@@ -401,6 +431,31 @@ def _live(work: Path, seconds: float, speed: float, spines: int, leaves: int,
                f"{result['cpu_s'] / result['wall_s']:.2f} CPU cores busy, "
                f"{result['samples'] / max(result['cpu_s'], 1e-9):,.0f} samples per CPU second; "
                f"errors {result['errors']:.0f}")
+
+
+def _replay(work: Path, recs: list[Recording], seconds: float, copies: int = 2) -> None:
+    """Each dialect's recording served by ``copies`` targets; one collector subscribes to them."""
+    os.environ.setdefault("ROCEWATCH_BENCH_USER", "bench")
+    os.environ.setdefault("ROCEWATCH_BENCH_PASSWORD", "bench")
+    click.echo(f"\ngNMI live against recorded streams served at full speed ({copies} targets "
+               f"per dialect, in another process), whole collector process:")
+    for rec in recs:
+        path = work / "recordings" / f"{rec.profile}.gnmirec"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            rec.save(path)
+        with child(_REPLAY_CHILD, str(copies), str(path)) as targets:
+            inventory = work / "replay-targets.yaml"
+            inventory.write_text(json.dumps({"format": 1, "targets": [
+                {**t, "protocol": "gnmi", "sample_interval_s": 1.0,
+                 "credentials": {"username_env": "ROCEWATCH_BENCH_USER",
+                                 "password_env": "ROCEWATCH_BENCH_PASSWORD"}}
+                for t in targets]}))
+            result = live_rate(GnmiOptions(targets=str(inventory), flush_interval_s=0.25),
+                               seconds / len(recs), warmup=2.0)
+        click.echo(f"  {rec.profile:<11}{result['samples'] / result['wall_s']:>12,.0f} samples/s "
+                   f"wall, {result['cpu_s'] / result['wall_s']:.2f} CPU cores busy, "
+                   f"{result['samples'] / max(result['cpu_s'], 1e-9):,.0f} per CPU second")
 
 
 def _snmp(work: Path, seconds: float, pairs: int, agents: int, pollers: int) -> None:

@@ -53,6 +53,8 @@ class Feed:
     #: relative noise on every rate, as real traffic wanders (0 = perfectly flat)
     jitter: float = 0.0
     seed: int = 1
+    #: event time of t = 0 (stores drop rows older than their retention: use a recent one there)
+    epoch: int = EPOCH
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
@@ -73,7 +75,7 @@ class Feed:
     def tick(self, dt: float | None = None) -> list[SampleBatch]:
         dt = self.interval if dt is None else dt
         self.t += dt
-        ts = EPOCH + round(self.t * 1e9)
+        ts = self.epoch + round(self.t * 1e9)
         out = []
         for sw in self.topology.switches:
             profile = self.profiles.get(sw, self.profile)

@@ -35,9 +35,14 @@ def test_admin_down_is_a_drain_not_a_fault(topo, feed):
     chain = chain_of(topo, "flaps")
     run(chain, feed, 2)
     down(feed, A, B, admin=2.0)
-    feed.set(A, if_carrier_transitions=1.0)
-    run(chain, feed, 5)
+    feed.set(A, if_carrier_transitions=1.0)  # the drain takes the port down: one transition
+    run(chain, feed, 1)
+    feed.set(A, if_carrier_transitions=0.0)
+    run(chain, feed, 4)
     up(feed, A, B)
+    feed.set(A, if_carrier_transitions=1.0)
+    run(chain, feed, 1)
+    feed.set(A, if_carrier_transitions=0.0)
     run(chain, feed, 3)
     assert not active(chain)
 

@@ -15,7 +15,7 @@ from rocewatch.scenario import run_scenario
 from rocewatch.scoring import score
 
 HERE = Path(__file__).parent
-SPEED = 10.0
+SPEED = 5.0
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

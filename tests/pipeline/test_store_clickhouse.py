@@ -156,3 +156,23 @@ def test_cluster_ddl_is_replicated_and_on_cluster() -> None:
            in text
     assert "TO rw.samples_1m_local AS" in text and "FROM rw.samples_local" in text
     assert np.all([s.count("ON CLUSTER fabric") == 1 for s in statements])
+
+
+def test_the_retention_job_runs_on_schedule_where_there_is_no_ttl(clickhouse_store: Any,
+                                                                 chdb_store: Any) -> None:
+    import time
+
+    from pipeline.retention import RetentionJob
+
+    assert not RetentionJob(chdb_store, chdb_store.settings).needed  # TTL does it there
+    job = RetentionJob(clickhouse_store, clickhouse_store.settings)
+    if not job.needed:
+        pytest.skip("the server has TTL")
+    job.start()  # runs at once, then every retention_check_s
+    try:
+        deadline = time.monotonic() + 20
+        while job.runs == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert job.runs >= 1 and job.dropped == 0
+    finally:
+        job.stop()

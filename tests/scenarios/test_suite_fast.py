@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 @pytest.mark.parametrize("name", FAST)
 def test_fast_scenario_finds_every_fault_and_nothing_else(name, chdb_dir, tmp_path):
-    report = run_scenario(HERE / name, speed=10.0, chdb_path=chdb_dir)
+    report = run_scenario(HERE / name, speed=5.0, chdb_path=chdb_dir)
     (tmp_path / "report.json").write_text(json.dumps(report))
     s = score(report)
     assert s.recall == 1.0, report["alerts"]
@@ -31,7 +31,7 @@ def test_fast_scenario_finds_every_fault_and_nothing_else(name, chdb_dir, tmp_pa
 
 
 def test_report_has_exactly_the_documented_shape(chdb_dir):
-    report = run_scenario(HERE / "20-fast-cadence-down-storm.yaml", speed=10.0,
+    report = run_scenario(HERE / "20-fast-cadence-down-storm.yaml", speed=5.0,
                           chdb_path=chdb_dir)
     assert list(report) == ["format", "scenario", "sample_interval_s", "topology", "truth",
                             "alerts", "actions", "score"]
