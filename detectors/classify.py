@@ -59,13 +59,16 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
         tree = _ports(graph.ancestors([host_node(host.name), label]) | {label}, topology)
         if PFC_WATCHDOG in by_name:
             a = by_name[PFC_WATCHDOG]
+            stuck = min(1.0, a.evidence.get("pause_share", 1.0)) * \
+                (1.0 - min(1.0, a.evidence.get("drain", 0.0) / 0.01))
             out.append(Finding(PFC_STORM, host.name, (label,), [a], Severity.CRITICAL,
-                               _confidence(a), dict(a.evidence), tree,
+                               0.5 + 0.5 * stuck, dict(a.evidence), tree,
                                f"{host.name} pauses {label} continuously and takes nothing"))
         elif SLOW_DRAIN in by_name:
             a = by_name[SLOW_DRAIN]
+            duty = min(1.0, a.evidence.get("pause_share", 0.0) / 0.5)
             out.append(Finding(SLOW_RECEIVER, host.name, (label,), [a], Severity.WARNING,
-                               _confidence(a), dict(a.evidence), tree,
+                               0.5 + 0.5 * duty, dict(a.evidence), tree,
                                f"{host.name} drains below line rate and pauses {label}"))
         elif OVERSUBSCRIBED in by_name:
             a = by_name[OVERSUBSCRIBED]
@@ -123,8 +126,9 @@ def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
                        if topology.peer(p) is not None]
             peers = [str(topology.peer(Port.parse(p))) for p in uplinks]
             tree = _ports(graph.ancestors(uplinks), topology) | set(uplinks) | set(peers) | {device}
+            spread = min(1.0, (alert.evidence.get("imbalance", 1.0) - 1.0) / 2.0)
             out.append(Finding(ECMP_IMBALANCE, device, tuple(alert.ports), [alert],
-                               Severity.WARNING, _confidence(alert),
+                               Severity.WARNING, 0.5 + 0.5 * spread,
                                dict(alert.evidence), tree,
                                f"{device}'s flows crowd onto few of its uplinks"))
     return out
@@ -161,7 +165,7 @@ def _ports(nodes: set[str], topology: Topology) -> set[str]:
 
 
 def _confidence(alert: Alert) -> float:
-    """Detectors put a ``strength`` in [0, 1] in their evidence; otherwise full confidence."""
+    """From a ``strength`` in [0, 1] a detector put in its evidence (full confidence without)."""
     strength = alert.evidence.get("strength")
     if strength is None:
         return 1.0

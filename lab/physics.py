@@ -3,7 +3,8 @@
 State is per *unit* and per *channel* (a port's egress) and priority. Routing places *entries*
 (a flow's queue pairs) on paths; the entries of one flow that share a path behave identically, so
 they are simulated as one unit, regrouped whenever routes change (QPs hashed onto 4 spines make
-at most 4 units per flow). A step of length ``dt`` runs two passes over the four tiers (see :mod:`lab.wiring`):
+at most 4 units per flow). A step of length ``dt`` runs two passes over the four tiers (see
+:mod:`lab.wiring`):
 
 Forward, tier 0 to 3: each egress queue offers its backlog plus this step's arrivals; the port's
 capacity is shared among priorities (DWRR, equal weights) and each priority only gets the share of

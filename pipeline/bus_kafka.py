@@ -194,7 +194,7 @@ class KafkaConsumer:
         k = settings.kafka
         self.group_id = group_id
         self._bootstrap = k.bootstrap
-        self._commit_timeout_ms = k.request_timeout_ms
+        self._commit_timeout_ms = k.commit_timeout_ms
         self.rebalances = Rebalances(group_id)
         try:
             self._consumer = _KafkaConsumer(

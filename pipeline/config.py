@@ -73,6 +73,9 @@ class KafkaSettings(Strict):
     #: how long a client waits for the first broker before it gives up
     bootstrap_timeout_ms: int = Field(30_000, ge=100)
     request_timeout_ms: int = Field(30_000, ge=100)
+    #: how long a consumer waits for a commit; a commit that fails is harmless (the work is
+    #: redone, and the next commit covers it), a commit that blocks holds the consumer up
+    commit_timeout_ms: int = Field(5_000, ge=100)
     #: verify record-batch CRCs on fetch (slow in pure Python without the crc32c package)
     check_crcs: bool = True
 

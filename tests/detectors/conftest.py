@@ -92,9 +92,8 @@ class Feed:
                     code = metric_id(metric)
                     ckey = (str(port), key)
                     if IS_COUNTER[code]:
-                        if self.jitter:
-                            rate *= 1.0 + self.jitter * float(self.rng.standard_normal())
-                        self.counters[ckey] += max(rate, 0.0) * dt
+                        noise = self.jitter * float(self.rng.standard_normal())
+                        self.counters[ckey] += max(rate * (1.0 + noise), 0.0) * dt
                         value = float(np.floor(self.counters[ckey]))
                     else:
                         value = rate

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab import counters as K
+from lab import counters as lab_counters
 from lab.scenario import Scenario
 from lab.simulation import Simulation
 from pipeline.metrics import metric_id
@@ -21,22 +21,24 @@ from pipeline.model import FLAG_COUNTER32, Alert, SampleBatch
 
 EPOCH_NS = 1_700_000_000 * 10**9
 
-_PORT = {
-    "if_in_octets": K.P_IN_OCTETS, "if_out_octets": K.P_OUT_OCTETS, "if_in_pkts": K.P_IN_PKTS,
-    "if_out_pkts": K.P_OUT_PKTS, "if_in_errors": K.P_IN_ERRORS, "if_out_errors": K.P_OUT_ERRORS,
-    "if_in_discards": K.P_IN_DISCARDS, "if_out_discards": K.P_OUT_DISCARDS,
-    "if_in_fcs_errors": K.P_IN_FCS, "if_in_symbol_errors": K.P_IN_SYMBOL,
-    "fec_corrected_blocks": K.P_FEC_CORR, "fec_uncorrectable_blocks": K.P_FEC_UNCORR,
-    "if_carrier_transitions": K.P_CARRIER, "if_oper_status": K.P_OPER,
-    "if_admin_status": K.P_ADMIN, "if_last_change": K.P_LAST_CHANGE, "if_speed": K.P_SPEED,
+_PORT_FIELD = {
+    "if_in_octets": "P_IN_OCTETS", "if_out_octets": "P_OUT_OCTETS", "if_in_pkts": "P_IN_PKTS",
+    "if_out_pkts": "P_OUT_PKTS", "if_in_errors": "P_IN_ERRORS", "if_out_errors": "P_OUT_ERRORS",
+    "if_in_discards": "P_IN_DISCARDS", "if_out_discards": "P_OUT_DISCARDS",
+    "if_in_fcs_errors": "P_IN_FCS", "if_in_symbol_errors": "P_IN_SYMBOL",
+    "fec_corrected_blocks": "P_FEC_CORR", "fec_uncorrectable_blocks": "P_FEC_UNCORR",
+    "if_carrier_transitions": "P_CARRIER", "if_oper_status": "P_OPER",
+    "if_admin_status": "P_ADMIN", "if_last_change": "P_LAST_CHANGE", "if_speed": "P_SPEED",
 }
-_PRIO = {
-    "pfc_rx_frames": K.Q_PFC_RX, "pfc_tx_frames": K.Q_PFC_TX, "pfc_rx_pause_us": K.Q_PFC_RX_US,
-    "pfc_tx_pause_us": K.Q_PFC_TX_US, "queue_tx_pkts": K.Q_TX_PKTS,
-    "queue_tx_octets": K.Q_TX_OCTETS, "queue_dropped_pkts": K.Q_DROPPED,
-    "queue_ecn_marked_pkts": K.Q_ECN, "queue_occupancy_bytes": K.Q_OCCUPANCY,
-    "queue_watermark_bytes": K.Q_WATERMARK,
+_PRIO_FIELD = {
+    "pfc_rx_frames": "Q_PFC_RX", "pfc_tx_frames": "Q_PFC_TX", "pfc_rx_pause_us": "Q_PFC_RX_US",
+    "pfc_tx_pause_us": "Q_PFC_TX_US", "queue_tx_pkts": "Q_TX_PKTS",
+    "queue_tx_octets": "Q_TX_OCTETS", "queue_dropped_pkts": "Q_DROPPED",
+    "queue_ecn_marked_pkts": "Q_ECN", "queue_occupancy_bytes": "Q_OCCUPANCY",
+    "queue_watermark_bytes": "Q_WATERMARK",
 }
+_PORT = {m: getattr(lab_counters, f) for m, f in _PORT_FIELD.items()}
+_PRIO = {m: getattr(lab_counters, f) for m, f in _PRIO_FIELD.items()}
 _OC_PORT = ("if_in_octets", "if_out_octets", "if_in_pkts", "if_out_pkts", "if_in_errors",
             "if_out_errors", "if_in_discards", "if_out_discards", "if_in_fcs_errors",
             "if_carrier_transitions", "if_oper_status", "if_admin_status", "if_in_symbol_errors",

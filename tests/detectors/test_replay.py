@@ -15,7 +15,6 @@ from pipeline.model import SampleBatch
 from tests.detectors.conftest import EPOCH, Feed, small
 from tests.detectors.test_port_rules import STUCK
 
-
 #: recent enough for the store's retention (old rows are dropped on insert)
 RECENT = (time.time_ns() // 10**9 - 3600) * 10**9
 

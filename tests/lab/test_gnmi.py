@@ -244,3 +244,15 @@ def test_mutual_tls(tls_lab: Lab) -> None:
         gc.capabilities()
     doc = json.loads((tls_lab.out_dir / "agents.json").read_text())
     assert doc["switches"][0]["gnmi"]["tls"] == tls
+
+
+def test_server_only_tls(tmp_path: Path) -> None:
+    sc = make_scenario(duration_s=3600, fabric={"spines": 1, "leaves": 1, "hosts_per_leaf": 2})
+    with Lab(sc, speed=20.0, out_dir=tmp_path, tls="tls") as lab:
+        entry = lab.agents()["switches"][0]
+        host, port = entry["gnmi"]["address"].split(":")
+        # pygnmi takes the CA as path_cert when it presents no certificate of its own
+        with gNMIclient(target=(host, int(port)), username="admin", password="admin",
+                        path_cert=entry["gnmi"]["tls"]["ca"]) as gc:
+            caps = gc.capabilities()
+        assert caps["gnmi_version"] == "0.8.0"
