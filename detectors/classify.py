@@ -50,6 +50,7 @@ from pipeline.topology import Port, Topology
 def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
     """Storms, slow receivers and incasts, each rooted at a host's leaf port."""
     out = []
+    shares = sender_shares(graph, topology)
     for host in topology.hosts:
         label = str(host.port)
         here = graph.symptoms.get(label, [])
@@ -72,16 +73,17 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
                                f"{host.name} drains below line rate and pauses {label}"))
         elif OVERSUBSCRIBED in by_name:
             a = by_name[OVERSUBSCRIBED]
-            throttles = sender_throttles(graph, label, topology)
-            heavy = [t for t in throttles if t >= INCAST_THROTTLE]
-            if len(heavy) < INCAST_MIN_SENDERS:
+            senders = shares.get(label, [])
+            effective = sum(share for share, _ in senders)
+            if effective < INCAST_MIN_SENDERS:
                 continue  # a busy receiver: demand near its line rate is what collectives do
-            evidence = {**a.evidence, "senders_throttled": float(len(heavy)),
-                        "demand_ratio": 1.0 / max(1e-3, 1.0 - sorted(heavy)[len(heavy) // 2])}
+            throttles = sorted(t for _, t in senders)
+            evidence = {**a.evidence, "senders": effective,
+                        "demand_ratio": 1.0 / max(1e-3, 1.0 - throttles[len(throttles) // 2])}
             out.append(Finding(INCAST, host.name, (label,), [a], Severity.WARNING,
-                               min(1.0, 0.5 + 0.1 * len(heavy)), evidence, tree,
-                               f"{host.name} receives from {len(heavy)}+ senders held to "
-                               "under half their line rate"))
+                               min(1.0, 0.5 + 0.05 * effective), evidence, tree,
+                               f"{host.name} receives from about {effective:.0f} senders held "
+                               "to under half their line rate"))
     return out
 
 
@@ -90,18 +92,24 @@ INCAST_THROTTLE = 0.5
 INCAST_MIN_SENDERS = 2
 
 
-def sender_throttles(graph: PauseGraph, root: str, topology: Topology) -> list[float]:
-    """How hard each host whose pause path leads to ``root`` is held back (its leaf pauses it)."""
-    out = []
-    for node in graph.ancestors([root]):
-        if not node.startswith("host:"):
-            continue
-        host = topology.host_by_name.get(node[5:])
-        if host is None:
-            continue
+def sender_shares(graph: PauseGraph, topology: Topology) -> dict[str, list[tuple[float, float]]]:
+    """Per saturated host port: the senders held below ``INCAST_THROTTLE`` whose pause paths lead
+    to it, each as (its share, its throttle). A sender whose paths lead to k saturated ports counts
+    1/k toward each: an incast is many senders converging on *one* receiver, while benign
+    oversubscription spreads each sender's traffic, and its back-pressure, over several."""
+    roots = {str(h.port) for h in topology.hosts
+             if any(a.name == OVERSUBSCRIBED for a in graph.symptoms.get(str(h.port), ()))}
+    out: dict[str, list[tuple[float, float]]] = {}
+    if not roots:
+        return out
+    for host in topology.hosts:
         pausing = [a for a in graph.symptoms.get(str(host.port), []) if a.name == PFC_PAUSING]
-        if pausing:
-            out.append(max(a.evidence.get("throttle", 0.0) for a in pausing))
+        throttle = max((a.evidence.get("throttle", 0.0) for a in pausing), default=0.0)
+        if throttle < INCAST_THROTTLE:
+            continue
+        reached = graph.descendants(host_node(host.name)) & roots
+        for root in reached:
+            out.setdefault(root, []).append((1.0 / len(reached), throttle))
     return out
 
 

@@ -80,6 +80,17 @@ class PauseGraph:
                 rev[b].add(a)
         return rev
 
+    def descendants(self, node: str) -> set[str]:
+        """Every node ``node`` waits for, directly or through others."""
+        seen = {node}
+        stack = [node]
+        while stack:
+            for down in self.edges.get(stack.pop(), ()):
+                if down not in seen:
+                    seen.add(down)
+                    stack.append(down)
+        return seen
+
     def ancestors(self, nodes: Iterable[str]) -> set[str]:
         """Every node whose wait leads to any of ``nodes`` (themselves included)."""
         rev = self.reverse()

@@ -90,7 +90,7 @@ def test_incast_needs_senders_held_to_under_half_their_line_rate():
                sym("pfc_pausing", "leaf1:Ethernet2", throttle=0.92)]
     roots, symptoms = correlate(TOPO, flooded)
     assert [(a.name, a.entity) for a in roots] == [("incast", "host5")]
-    assert roots[0].evidence["senders_throttled"] == 2.0
+    assert roots[0].evidence["senders"] == 2.0
     assert {s.entity for s in symptoms if s.inhibited_by} >= {"leaf1:Ethernet1",
                                                                "spine1:Ethernet3"}
 
