@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from collectors.inventory import Inventory, Target, from_lab, load_inventory, parse_shard
+from collectors.inventory import load_inventory
+from pipeline.inventory import Inventory, Target, from_lab, parse_shard
 from pipeline.model import SampleBatch
 
 Emit = Callable[[SampleBatch], None]

@@ -28,10 +28,10 @@ from pygnmi.spec.v080 import gnmi_pb2 as pb
 
 from collectors.gnmi_decode import GnmiDecoder
 from collectors.health import ErrorTally, TargetHealth
-from collectors.inventory import Target, resolve_secrets
 from collectors.mapping import split_path, subscription_path
 from collectors.profile import GnmiProfile
 from pipeline.errors import CollectorError, ConfigError
+from pipeline.inventory import Target, resolve_secrets
 
 log = logging.getLogger("rocewatch.collectors.gnmi")
 

@@ -25,11 +25,11 @@ from pydantic import Field
 
 from collectors.base import Collector, CollectorOptions, Emit, load_targets, summarize
 from collectors.health import DeviceClock, ErrorTally, TargetHealth
-from collectors.inventory import Target, resolve_secrets
 from collectors.profile import SnmpProfile, load_profile
 from collectors.snmp_client import SnmpClient, V2cChannel, V3Target
 from collectors.snmp_poll import SnmpPoller
 from pipeline.errors import ConfigError
+from pipeline.inventory import Target, resolve_secrets
 from pipeline.model import BatchBuilder
 
 log = logging.getLogger("rocewatch.collectors.snmp")

@@ -23,7 +23,6 @@ from pysnmp.carrier.asyncio.dgram import udp
 from pysnmp.hlapi.v3arch import asyncio as hlapi
 from pysnmp.proto import api, rfc1902, rfc1905
 
-from collectors.inventory import Secrets, Target
 from collectors.snmp_ber import (
     COUNTER32,
     COUNTER64,
@@ -44,6 +43,7 @@ from collectors.snmp_ber import (
     encode_oid,
 )
 from pipeline.errors import CollectorError, DecodeError
+from pipeline.inventory import Secrets, Target
 
 _V2C = api.PROTOCOL_MODULES[api.SNMP_VERSION_2C]
 

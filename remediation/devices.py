@@ -13,8 +13,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from collectors.inventory import Inventory, Target, from_lab, load_inventory, resolve_secrets
 from pipeline.errors import RemediationError
+from pipeline.inventory import Inventory, Target, from_lab, load_inventory, resolve_secrets
 from remediation.settings import GnmiSettings
 
 

@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from pipeline.commands import Approve, Command, Reject, Repair, Resume
 from pipeline.errors import GuardRefused
 from pipeline.model import ActionOutcome, ActionResult, Alert, Severity
 from pipeline.topology import Topology
 from remediation.audit import Recorder
-from pipeline.commands import Approve, Command, Reject, Repair, Resume
 from remediation.guards import RUNBOOK_FOR, TRANSIENT, FabricState, Guards, Proposal, propose
 from remediation.runs import HOLDING, TOUCHING, Phase, Run, run_id
 from remediation.settings import RemediationSettings, most_cautious

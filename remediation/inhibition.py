@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from pipeline.matchers import Matcher, match_all, parse_matchers
 from pipeline.model import Alert
 from remediation.alertview import match_labels
-from pipeline.matchers import Matcher, match_all, parse_matchers
 from remediation.settings import InhibitRule
 
 

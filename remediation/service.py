@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from pipeline.bus import Bus, Message, Topics
 from pipeline.codec import decode_batch
+from pipeline.commands import Command, ExpireSilence, Silence, decode_command
 from pipeline.errors import ConfigError, DecodeError
 from pipeline.ingest import dead_letter
 from pipeline.model import ActionOutcome, ActionResult, Alert, alerts_to_json
@@ -33,7 +34,6 @@ from remediation import state
 from remediation.alerting import Alerting, build_receivers
 from remediation.audit import Recorder
 from remediation.clock import EventClock
-from pipeline.commands import Command, ExpireSilence, Silence, decode_command
 from remediation.drain import Drainer
 from remediation.receivers.base import Receiver
 from remediation.scheduler import Heartbeat

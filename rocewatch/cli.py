@@ -36,6 +36,7 @@ LAZY: dict[str, tuple[str, str]] = {
     "query": ("rocewatch.query_cli:query", "History through the read-side query layer."),
     "bench": ("rocewatch.bench_cli:bench", "Benchmarks that print numbers."),
     "store": ("rocewatch.store_cli:store", "Store schema and maintenance."),
+    "targets": ("rocewatch.targets_cli:targets", "Validate targets files; make one from a lab."),
 }
 
 

@@ -11,14 +11,9 @@ from pathlib import Path
 import click
 import yaml
 
-from collectors.inventory import (
-    Inventory,
-    check_files,
-    dump_inventory,
-    from_lab,
-    load_inventory,
-)
+from collectors.inventory import load_inventory
 from pipeline.errors import ConfigError
+from pipeline.inventory import Inventory, check_files, dump_inventory, from_lab
 
 
 @click.group()

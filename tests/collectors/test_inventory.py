@@ -12,8 +12,9 @@ from click.testing import CliRunner
 
 from collectors.base import load_targets
 from collectors.gnmi import GnmiOptions
-from collectors.inventory import from_lab, load_inventory, parse_inventory, resolve_secrets
+from collectors.inventory import load_inventory, parse_inventory
 from pipeline.errors import ConfigError
+from pipeline.inventory import from_lab, resolve_secrets
 from rocewatch.targets_cli import targets
 
 GOOD = """
