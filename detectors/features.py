@@ -120,11 +120,3 @@ class Frame:
         """Touched ports of the given :class:`~detectors.ports.PortKind` values."""
         t = self.touched
         return t[np.isin(self.ports.kind[t], kinds)].astype(np.int64, copy=False)
-
-    def news(self, column: int, since: NDArray[np.int64]) -> tuple[NDArray[np.int64],
-                                                                  NDArray[np.int64]]:
-        """Touched ports whose ``column`` has a sample newer than ``since[pid]``, with its time."""
-        pids = self.touched
-        t = self.table.ts[pids, column]
-        new = t > since[pids]
-        return pids[new], t[new]

@@ -6,9 +6,11 @@ frames kept arriving, and the queue transmitted nothing in between (sonic-swss
 SIGCOMM'16). We confirm at the telemetry cadence what the hardware has already contained:
 
 * a sample **pauses** when PFC frames for the priority arrived (or the pause timer moved);
-* a sample is **stuck** when, in addition, the port was paused essentially all the time (timer
-  ≥ ``min_pause_share``, or frames at the continuous-refresh rate where there is no timer) and the
-  priority's queue drained less than ``max_drain`` of line rate;
+* a sample is **stuck** when, in addition, the priority's queue drained less than ``max_drain``
+  of line rate while the port was paused for most of the interval (timer, or frames × refresh time,
+  ≥ ``min_pause_share``: 0.5 rather than ~1 because SNMP timestamps come from the device clock
+  read a moment apart from the counters, which puts ±25 % of noise on a one-second ratio; the
+  drain, a ratio of two byte counts, is what carries the decision);
 * the symptom fires on a stuck sample that ends a run of at least ``fire_after`` pausing samples:
   two observations, the last of them stuck. A storm that starts mid-interval is therefore confirmed
   at the end of the next interval; one that starts on a sample boundary, at the second;
@@ -37,7 +39,7 @@ from pipeline.topology import Topology
 
 
 class StormOptions(DetectorOptions):
-    min_pause_share: float = Field(0.9, gt=0, le=1)
+    min_pause_share: float = Field(0.5, gt=0, le=1)
     max_drain: float = Field(0.01, ge=0, lt=1, description="share of line rate")
     drained: float = Field(0.05, gt=0, lt=1, description="drain that proves progress")
     light: float = Field(0.05, gt=0, lt=1, description="pause share that is only a blip")

@@ -1,9 +1,9 @@
 """What each port id is in the fabric: host-facing, fabric link end, or a device-level row.
 
 :class:`PortIndex` extends :class:`~detectors.series.SeriesIndex` with the topology, in arrays
-indexed by port id: the kind of port, its line rate, the port at the other end of its link, and the
-entity it belongs to (a link id, a host, or the port itself when the topology does not know it).
-Detectors read these arrays to judge rates against line rate and to compare both ends of a link.
+indexed by port id: the kind of port, its line rate (from the topology, else learned from
+``if_speed``), the port at the other end of its link, and the switch it is on. Detectors read
+them to judge rates against line rate and to pick the ports a rule applies to.
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ class PortIndex:
         self.kind = np.empty(0, np.int8)
         self.line_bps = np.empty(0, np.float64)
         self.peer = np.empty(0, np.int64)
-        self.entity: list[str] = []
-        self.host: list[str] = []  # the host behind a HOST port, else ""
         #: device id of each port
         self.device_id = np.empty(0, np.int64)
         self._by_device: dict[int, NDArray[np.int64]] = {}
@@ -57,23 +55,14 @@ class PortIndex:
             name = self.names.port_name[pid]
             if not name:
                 kinds[i] = PortKind.DEVICE
-                self.entity.append(device)
-                self.host.append("")
                 continue
             att = self.topology.attachment(Port(device, name)) if self.topology else None
             if isinstance(att, Link):
                 kinds[i] = PortKind.FABRIC
                 line[i] = att.gbps * 1e9 if att.gbps else np.nan
-                self.entity.append(att.id)
-                self.host.append("")
             elif isinstance(att, Host):
                 kinds[i] = PortKind.HOST
                 line[i] = att.gbps * 1e9 if att.gbps else np.nan
-                self.entity.append(att.name)
-                self.host.append(att.name)
-            else:
-                self.entity.append(f"{device}:{name}")
-                self.host.append("")
         self.kind = np.concatenate([self.kind, kinds])
         self.line_bps = np.concatenate([self.line_bps, line])
         self.peer = np.concatenate([self.peer, np.full(len(new), -1, np.int64)])
@@ -106,11 +95,6 @@ class PortIndex:
     def device(self, pid: int) -> str:
         return self.names.device_of(pid)
 
-    def is_leaf(self, pid: int) -> bool:
-        topo = self.topology
-        device = self.device(pid)
-        return device in topo.leaves if topo else device.startswith("leaf")
-
     def ports_of(self, device: str) -> NDArray[np.int64]:
         """Port ids (with a port name) of one device."""
         did = self.names.find_device(device)
@@ -123,10 +107,6 @@ class PortIndex:
                                     (self.kind != PortKind.DEVICE)).astype(np.int64)
             self._by_device[did] = cached
         return cached
-
-    def device_row(self, did: int) -> int | None:
-        """The port id of a device's device-level row (collector health), if it has one."""
-        return self.names.find_port(self.names.devices[did], "")
 
     def is_switch(self, did: int) -> bool:
         name = self.names.devices[did]

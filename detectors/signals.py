@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from detectors.features import QUAL_SLOTS, Frame, col, cols
+from detectors.features import Frame, col, cols
 
 F64 = NDArray[np.float64]
 
@@ -93,10 +93,6 @@ def queue_bytes(frame: Frame, at: At) -> F64:
     return np.where(np.isfinite(wm), wm, occ)
 
 
-def queue_drops(frame: Frame, at: At) -> F64:
-    return _get(frame, at, cols("queue_dropped_pkts"))
-
-
 def corruption(frame: Frame, at: At) -> tuple[F64, F64]:
     """Bad frames over frames received (CorrOpt's corruption rate), and bad frames per second."""
     fcs = _get(frame, at, col("if_in_fcs_errors"))
@@ -139,8 +135,3 @@ def lossless_tx_util(frame: Frame, at: At) -> F64:
     where the device has no per-queue counters (queues are indexed by the priority they carry)."""
     q = queue_tx_util(frame, at)
     return np.where(np.isfinite(q), q, tx_util(frame, at)[:, None])
-
-
-def per_slot(values: F64) -> F64:
-    """Make a per-port column broadcastable against per-priority/queue matrices."""
-    return values[:, None] * np.ones((1, QUAL_SLOTS))

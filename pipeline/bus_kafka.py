@@ -207,6 +207,10 @@ class KafkaConsumer:
                 max_poll_interval_ms=k.max_poll_interval_ms,
                 check_crcs=k.check_crcs, allow_auto_create_topics=False,
             )
+            # know the topics' partitions before joining: a group leader that assigns without
+            # them gives nobody those partitions until its next metadata refresh
+            for topic in topics:
+                self._consumer.partitions_for_topic(topic)
             self._consumer.subscribe(list(topics), listener=self.rebalances)
         except (KafkaError, OSError) as exc:
             raise BusError(f"Kafka consumer {group_id} at {k.bootstrap}: {_reason(exc)}") from exc

@@ -46,17 +46,18 @@ def drain(consumer: Consumer, want: int, timeout_s: float = 30.0) -> list[Messag
     return got
 
 
-def settle(consumers: list[Any], partitions: int, timeout_s: float = 30.0) -> None:
-    """Poll until the group has given every partition to someone (Kafka joins lazily, in poll).
-    Nothing is produced yet, so these polls return nothing."""
+def settle(consumers: list[Any], partitions: int, timeout_s: float = 60.0) -> None:
+    """Poll until every member holds a share and together they hold every partition (Kafka
+    members join in poll; a poll must last long enough for a join and sync to complete on a
+    loaded machine). Nothing is produced yet, so these polls return nothing."""
     if not all(hasattr(c, "assignment") for c in consumers):
         return
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for c in consumers:
-            assert c.poll(timeout_s=0.2) == []
-        held = [c.assignment() for c in consumers]
-        if all(held) and sum(len(h) for h in held) == partitions:
+            assert c.poll(timeout_s=1.0) == []
+        held = [set(c.assignment()) for c in consumers]
+        if all(held) and len(set().union(*held)) == partitions == sum(len(h) for h in held):
             return
     raise AssertionError(f"the group did not settle: {[c.assignment() for c in consumers]}")
 

@@ -208,7 +208,7 @@ def test_a_broker_restart_mid_stream_loses_and_doubles_nothing(
 
     try:
         produce_paced(bus, topics, batches, seconds=3, during=restart_broker_halfway)
-        wait_for(lambda: count_final(store) >= total, 90, "ingest to store every sample")
+        wait_for(lambda: count_final(store) >= total, 120, "ingest to store every sample")
     finally:
         stop.set()
         runner.join(30)

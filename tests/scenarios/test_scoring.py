@@ -1,0 +1,79 @@
+"""The run report's alert entries and the score: matching rules, time to detect, supersession."""
+
+from __future__ import annotations
+
+from pipeline.model import Alert
+from rocewatch.scenario import alert_entries
+from rocewatch.scoring import SuiteTotals, score
+
+S = 1_000_000_000
+
+
+def report(truth: list, alerts: list, interval: float = 1.0) -> dict:
+    return {"format": 1, "scenario": "t", "sample_interval_s": interval,
+            "topology": {"links": [], "hosts": []}, "truth": truth, "alerts": alerts,
+            "actions": []}
+
+
+def entry(kind: str, entity: str, first: float, root: bool = True, ports=()) -> dict:
+    return {"kind": kind, "entity": entity, "ports": list(ports), "first_s": first,
+            "last_s": first + 10, "severity": "critical", "root_cause": root}
+
+
+def truth(kind: str, target: str, start: float, end: float) -> dict:
+    return {"kind": kind, "target": target, "start_s": start, "end_s": end}
+
+
+def test_kind_entity_and_time_must_all_match():
+    r = report([truth("link_corruption", "leaf3~spine2", 50, 100)], [
+        entry("faulty_link", "leaf3~spine2", 52),   # right
+        entry("faulty_link", "leaf3~spine1", 52),   # wrong link
+        entry("link_down", "leaf3~spine2", 53),     # wrong kind
+        entry("faulty_link", "leaf3~spine2", 20),   # before the fault: not a detection
+    ])
+    s = score(r)
+    assert s.recall == 1.0 and s.precision == 0.25 and s.ttd_s == {"link_corruption": 2.0}
+    assert s.entity_hits == (1, 1)
+
+
+def test_a_port_of_the_alert_can_name_the_target_and_deadlocks_match_any_cycle_link():
+    r = report([truth("pfc_storm", "host5", 10, 20), truth("pfc_deadlock", "leaf2~spine1", 10,
+                                                           20)],
+               [entry("pfc_storm", "leaf2:Ethernet1", 12, ports=["host5"]),
+                entry("pfc_deadlock", "leaf1~spine1,leaf2~spine1", 13)])
+    assert score(r).recall == 1.0
+
+
+def test_symptoms_never_count_and_a_control_with_an_incident_has_zero_precision():
+    quiet = report([], [entry("pfc_paused", "spine1:Ethernet2", 5, root=False)])
+    assert score(quiet).precision == 1.0
+    noisy = report([], [entry("incast", "host1", 5)])
+    assert score(noisy).precision == 0.0
+    totals = SuiteTotals()
+    totals.add(noisy, score(noisy))
+    assert totals.control_false_positives == 1
+
+
+def test_a_flap_counts_from_the_link_down_it_superseded():
+    r = report([truth("link_flap", "leaf7~spine1", 90, 150)], [
+        entry("link_down", "leaf7~spine1", 92, root=False),
+        entry("link_flap", "leaf7~spine1", 93.1)])
+    assert score(r).ttd_s == {"link_flap": 2.0}
+
+
+def test_report_entries_keep_the_first_raise_the_last_verdict_and_only_detection_alerts():
+    base = {"entity": "leaf7~spine1", "ports": ("leaf7:Ethernet5",)}
+    states = [
+        Alert(name="link_down", starts_at_ns=91 * S, updated_at_ns=92 * S, source="correlator",
+              severity="critical", **base),
+        Alert(name="link_down", starts_at_ns=91 * S, updated_at_ns=93 * S, source="correlator",
+              root_cause=False, inhibited_by="f", **base),
+        Alert(name="link_down", starts_at_ns=91 * S, updated_at_ns=94 * S, ends_at_ns=94 * S,
+              source="correlator", root_cause=False, **base),
+        Alert(name="remediation_halted", entity="remediation", starts_at_ns=95 * S,
+              updated_at_ns=95 * S, source="remediation"),
+    ]
+    entries = alert_entries(states, epoch_ns=0, end_s=200.0)
+    assert entries == [{"kind": "link_down", "entity": "leaf7~spine1",
+                        "ports": ["leaf7:Ethernet5"], "first_s": 92.0, "last_s": 94.0,
+                        "severity": "critical", "root_cause": False}]
