@@ -1,26 +1,29 @@
 """The wire encoding of a SampleBatch on the bus: compact, versioned, columnar.
 
-Layout of version 1 (all integers little-endian)::
+Layout of version 2 (all integers little-endian; ``docs/bus-encoding.md`` has the full table)::
 
     offset  size  field
     0       4     magic  b"RWSB"
-    4       1     version (1)
+    4       1     version (2)
     5       3     reserved, zero
     8       4     n, the number of rows
     12      4     length in bytes of the device vocabulary block
     16      4     length in bytes of the port vocabulary block
     20      ...   device names, UTF-8, separated by NUL
     ...     ...   port names, UTF-8, separated by NUL
-    ...     8n    ts_ns     int64
-    ...     4n    device    int32 (code into the device vocabulary)
-    ...     4n    port      int32 (code into the port vocabulary)
-    ...     2n    metric    uint16 (code into pipeline.metrics.CATALOG)
-    ...     2n    qual      int16 (priority or queue, -1 for none)
-    ...     8n    value     float64
-    ...     1n    flags     uint8 (1: Counter32 source, 2: counters reset before this sample)
+    then the columns, each starting on an 8-byte boundary (zero padding before it):
+            8n    ts_ns     int64
+            4n    device    int32 (code into the device vocabulary)
+            4n    port      int32 (code into the port vocabulary)
+            2n    metric    uint16 (code into pipeline.metrics.CATALOG)
+            2n    qual      int16 (priority or queue, -1 for none)
+            8n    value     float64
+            1n    flags     uint8 (1: Counter32 source, 2: counters reset before this sample)
 
-Decoding copies nothing but the vocabulary: columns are numpy views over the message bytes.
-Bad bytes raise :class:`~pipeline.errors.DecodeError` naming what was wrong.
+Version 1 is the same without any padding (columns right after the vocabularies); it is still
+decoded. Decoding copies nothing but the vocabulary: columns are numpy views over the message
+bytes, aligned for version 2 (a misaligned view is slower to read and makes Arrow warn, and copy,
+when chDB takes it). Bad bytes raise :class:`~pipeline.errors.DecodeError` naming what was wrong.
 """
 
 from __future__ import annotations
@@ -33,42 +36,72 @@ from pipeline.errors import DecodeError
 from pipeline.model import SampleBatch
 
 MAGIC = b"RWSB"
-VERSION = 1
+VERSION = 2
+#: the versions this decoder reads
+VERSIONS = (1, 2)
+#: every column of a version 2 message starts at a multiple of this many bytes
+ALIGN = 8
 _HEADER = struct.Struct("<4sB3xIII")
 _COLUMNS: tuple[tuple[str, type[np.generic]], ...] = (
     ("ts_ns", np.int64), ("device", np.int32), ("port", np.int32), ("metric", np.uint16),
     ("qual", np.int16), ("value", np.float64), ("flags", np.uint8),
 )
 _ROW_BYTES = sum(np.dtype(t).itemsize for _, t in _COLUMNS)
-#: bytes each row adds to an encoded batch, and the fixed bytes besides rows and vocabularies
+#: bytes each row adds to an encoded batch, and the most fixed bytes besides rows and
+#: vocabularies (the header and the padding before each column)
 ROW_BYTES = _ROW_BYTES
-ENCODING_OVERHEAD = _HEADER.size
+ENCODING_OVERHEAD = _HEADER.size + (ALIGN - 1) * len(_COLUMNS)
+_ZEROS = bytes(ALIGN)
+
+
+def _pad(offset: int, version: int) -> int:
+    """Padding bytes before a column that would start at ``offset``."""
+    return -offset % ALIGN if version >= 2 else 0
 
 
 def _vocab_bytes(names: tuple[str, ...]) -> bytes:
     return "\0".join(names).encode()
 
 
+def _layout(version: int, n: int, dev_len: int, port_len: int) -> tuple[list[int], int]:
+    """Where each column starts, and the message's whole length."""
+    pos = _HEADER.size + dev_len + port_len
+    starts = []
+    for _, dtype in _COLUMNS:
+        pos += _pad(pos, version)
+        starts.append(pos)
+        pos += np.dtype(dtype).itemsize * n
+    return starts, pos
+
+
 def encode_batch(batch: SampleBatch) -> bytes:
-    """Serialise a batch (version 1 layout above)."""
+    """Serialise a batch (the version 2 layout above)."""
     dev = _vocab_bytes(batch.devices)
     port = _vocab_bytes(batch.ports)
     parts = [_HEADER.pack(MAGIC, VERSION, len(batch), len(dev), len(port)), dev, port]
+    pos = _HEADER.size + len(dev) + len(port)
     for name, dtype in _COLUMNS:
-        parts.append(np.ascontiguousarray(getattr(batch, name), dtype=dtype).tobytes())
+        pad = _pad(pos, VERSION)
+        if pad:
+            parts.append(_ZEROS[:pad])
+        column = np.ascontiguousarray(getattr(batch, name), dtype=dtype).tobytes()
+        parts.append(column)
+        pos += pad + len(column)
     return b"".join(parts)
 
 
 def decode_batch(data: bytes) -> SampleBatch:
-    """Parse bytes written by :func:`encode_batch`; validates sizes, codes and the catalog."""
+    """Parse bytes written by :func:`encode_batch` (version 1 or 2); validates sizes, padding,
+    codes and the catalog."""
     if len(data) < _HEADER.size:
         raise DecodeError(f"sample batch too short: {len(data)} bytes")
     magic, version, n, dev_len, port_len = _HEADER.unpack_from(data)
     if magic != MAGIC:
         raise DecodeError(f"not a sample batch (magic {magic!r})")
-    if version != VERSION:
-        raise DecodeError(f"sample batch version {version} is not supported (want {VERSION})")
-    want = _HEADER.size + dev_len + port_len + n * _ROW_BYTES
+    if version not in VERSIONS:
+        raise DecodeError(f"sample batch version {version} is not supported "
+                          f"(this decoder reads {', '.join(map(str, VERSIONS))})")
+    starts, want = _layout(version, n, dev_len, port_len)
     if len(data) != want:
         raise DecodeError(f"sample batch of {n} rows should be {want} bytes, got {len(data)}")
     pos = _HEADER.size
@@ -83,8 +116,10 @@ def decode_batch(data: bytes) -> SampleBatch:
         ports = ("",)
     cols = {}
     buf = memoryview(data)
-    for name, dtype in _COLUMNS:
+    for (name, dtype), start in zip(_COLUMNS, starts, strict=True):
+        if any(buf[pos:start]):
+            raise DecodeError(f"sample batch padding before {name} is not zero")
         size = np.dtype(dtype).itemsize * n
-        cols[name] = np.frombuffer(buf[pos:pos + size], dtype=dtype)
-        pos += size
+        cols[name] = np.frombuffer(buf[start:start + size], dtype=dtype)
+        pos = start + size
     return SampleBatch(devices=devices, ports=ports, **cols).validate()

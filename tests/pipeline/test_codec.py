@@ -1,4 +1,5 @@
-"""The bus encoding of a SampleBatch: round trips, and garbage that must be refused clearly."""
+"""The bus encoding of a SampleBatch: round trips, aligned columns, version 1 messages still read,
+and garbage that must be refused clearly."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.codec import MAGIC, ROW_BYTES, decode_batch, encode_batch
+from pipeline.codec import (
+    ALIGN,
+    ENCODING_OVERHEAD,
+    MAGIC,
+    ROW_BYTES,
+    VERSION,
+    decode_batch,
+    encode_batch,
+)
 from pipeline.errors import DecodeError
 from pipeline.metrics import CATALOG
 from pipeline.model import SampleBatch
@@ -61,6 +70,7 @@ def test_garbage_is_a_decode_error(batch_factory: Any, mangle: Any, match: str) 
 
 
 def _with(values: dict[str, np.ndarray], devices: bytes = b"d", ports: bytes = b"p") -> bytes:
+    """A version 1 message (columns right after the vocabularies), written by hand."""
     n = len(values["ts_ns"])
     parts = [struct.pack("<4sB3xIII", MAGIC, 1, n, len(devices), len(ports)), devices, ports]
     for name, dtype in (("ts_ns", np.int64), ("device", np.int32), ("port", np.int32),
@@ -94,3 +104,63 @@ def test_row_bytes_match_the_layout() -> None:
     two = len(_with(_cols(ts_ns=[1, 2], device=[0, 0], port=[0, 0], metric=[0, 0],
                           qual=[-1, -1], value=[1.0, 2.0], flags=[0, 0])))
     assert two - one == ROW_BYTES == 29
+
+
+def _odd_batch(n: int, device: str = "leaf-7", ports: tuple[str, ...] = ("Ethernet1/1",)) -> SampleBatch:
+    """``n`` rows with vocabularies of odd byte lengths: nothing lines up by accident."""
+    rng = np.random.default_rng(n)
+    return SampleBatch(
+        np.arange(n, dtype=np.int64) * 1_000_000_007, np.zeros(n, np.int32),
+        (np.arange(n) % len(ports)).astype(np.int32),
+        rng.integers(0, len(CATALOG), n).astype(np.uint16), np.full(n, 3, np.int16),
+        rng.random(n), (np.arange(n) % 4).astype(np.uint8), (device,), ports).validate()
+
+
+@pytest.mark.parametrize("n", [1, 3, 7, 8, 1001])
+def test_every_column_starts_on_an_8_byte_boundary(n: int) -> None:
+    data = encode_batch(_odd_batch(n))
+    assert data[4] == VERSION == 2
+    decoded = decode_batch(data)
+    base = np.frombuffer(data, np.uint8).ctypes.data
+    for name in ("ts_ns", "device", "port", "metric", "qual", "value", "flags"):
+        column = getattr(decoded, name)
+        offset = column.ctypes.data - base
+        assert offset % ALIGN == 0, (name, offset)
+        assert column.flags.aligned and column.base is not None  # a view, not a copy
+    assert list(decoded.rows()) == list(_odd_batch(n).rows())
+
+
+def test_version_2_sizes_stay_within_the_overhead_publishers_plan_for() -> None:
+    for n in (1, 2, 5, 64):
+        for device in ("a", "leaf-12", "spine-0003"):
+            batch = _odd_batch(n, device)
+            vocab = len(device.encode()) + len("Ethernet1/1".encode())
+            size = len(encode_batch(batch))
+            assert vocab + ROW_BYTES * n < size <= vocab + ROW_BYTES * n + ENCODING_OVERHEAD
+
+
+def test_version_1_messages_still_decode(batch_factory: Any) -> None:
+    batch = batch_factory(devices=1, ports=1, seconds=5)
+    v1 = _with({name: getattr(batch, name) for name in
+                ("ts_ns", "device", "port", "metric", "qual", "value", "flags")},
+               devices=batch.devices[0].encode(), ports=batch.ports[0].encode())
+    assert v1[4] == 1 and len(v1) == 20 + len(batch.devices[0]) + len(batch.ports[0]) + 29 * 10
+    assert list(decode_batch(v1).rows()) == list(batch.rows())
+
+
+def test_a_version_1_length_under_version_2_is_refused(batch_factory: Any) -> None:
+    batch = batch_factory(devices=1, ports=1, seconds=3)
+    v1 = _with({name: getattr(batch, name) for name in
+                ("ts_ns", "device", "port", "metric", "qual", "value", "flags")},
+               devices=b"leaf0", ports=b"Ethernet0")
+    with pytest.raises(DecodeError, match="should be"):
+        decode_batch(v1[:4] + bytes([2]) + v1[5:])
+
+
+def test_non_zero_padding_is_refused() -> None:
+    data = bytearray(encode_batch(_odd_batch(3)))
+    header = 20 + len("leaf-7") + len("Ethernet1/1")
+    assert header % ALIGN  # there is padding before the first column
+    data[header] = 0xFF
+    with pytest.raises(DecodeError, match="padding before ts_ns"):
+        decode_batch(bytes(data))
