@@ -1,26 +1,33 @@
 """The one logical schema of the store, and its rendering per backend capability.
 
-Tables are declared once, as logical columns; rollups are declared once, as aggregates over the
-samples table. :class:`Dialect` renders both for an engine:
+Tables are declared once, as logical columns; the rollups are declared once, as aggregates over
+the samples table. :class:`Dialect` renders both for an engine:
 
 * ``modern`` (chDB, ClickHouse >= 20.5): ``DateTime64(9)``, ``LowCardinality``, codecs, TTL, and
   block-level insert deduplication on plain MergeTree tables;
 * ``legacy`` (ClickHouse 18.16 up to 20.4): event time as ``Int64`` nanoseconds (``<col>_ns``) plus,
-  for the partitioning column, a ``DateTime`` materialised from it; identifiers as
+  for the partitioning column, a ``DateTime`` computed from it; identifiers as
   ``LowCardinality(String)`` under 18.16's experimental setting (or plain ``String``), no codecs,
   no TTL (retention drops whole partitions from a scheduled job: :mod:`pipeline.retention`).
 
 Every query goes through a dialect's expressions (:meth:`Dialect.time_ns`,
-:meth:`Dialect.ns_to_time`, :meth:`Dialect.time_cmp`) so it gives the same answer on every
-backend. Rows are keyed by their identity in a ``ReplacingMergeTree`` (samples: series and event
-time), so a batch delivered twice collapses to one copy whatever the batch boundaries were; reads
-use ``FINAL`` or duplicate-insensitive aggregates. Rollups keep only duplicate-insensitive
-aggregate states (first/last by time, min, max, distinct sample count, OR of flags), so a repeated
-insert that reaches the materialised views changes nothing either.
+:meth:`Dialect.ns_to_time`, :meth:`Dialect.time_cmp`, :meth:`Dialect.time_range`) so it gives the
+same answer on every backend. Rows are keyed by their identity in a ``ReplacingMergeTree``
+(samples: series and event time), so a batch delivered twice collapses to one copy whatever the
+batch boundaries were; reads use ``FINAL`` or duplicate-insensitive aggregates.
+
+The rollups (1-minute and 1-hour) hold one row per series and bucket with plain values (first,
+last, min, max, first/last event time, distinct samples, OR of flags), in a
+``ReplacingMergeTree`` keyed by series and bucket whose version is the sample count: a bucket
+rolled again (a retry, late data) replaces its row, and the row that saw more samples wins. The
+scheduled job of :mod:`pipeline.rollup_job` fills them in bulk from the samples (the hour from
+the minutes); ``rollup_marks`` (the minute buckets each insert touched, written by the store) and
+``rollup_state`` (each rollup's watermark) are its bookkeeping, kept in the store.
 
 Cluster rendering: ``Replicated*MergeTree`` tables named ``<table>_local`` on every shard, created
 ``ON CLUSTER``, with a ``Distributed`` table of the logical name over them, sharded by a hash of
-the row's identity (the device for samples) so duplicates always meet on the same shard.
+the row's identity (the device for samples and rollups) so duplicates always meet on the same
+shard.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 LogicalType = Literal["time", "id", "string", "json", "strings", "int16", "uint8", "int64",
-                      "float", "bool"]
+                      "float", "bool", "count", "inserted"]
+Partition = Literal["day", "month", "none"]
 
 
 @dataclass(frozen=True)
@@ -43,10 +51,19 @@ class Table:
     name: str
     columns: tuple[Column, ...]
     order_by: tuple[str, ...]
-    #: the time column that partitions the table (daily) and drives retention
+    #: the time column that partitions the table and drives retention
     time_column: str
     #: what a cluster shards rows by: duplicates of a row must land on the same shard
     shard_by: str
+    #: ReplacingMergeTree's version column: of rows with the same key, the largest wins
+    #: ("": the last inserted)
+    version: str = ""
+    #: partitions of ``time_column``: by day, by month, or one partition
+    partition: Partition = "day"
+    #: rows expire after the table's retention (TTL, or the retention job)
+    expires: bool = True
+    #: the engine may drop a repeated identical insert block (plain MergeTree, modern engines)
+    dedup_blocks: bool = True
 
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
@@ -99,64 +116,100 @@ NO_TIME = 0
 SERIES_KEY: tuple[str, ...] = ("device", "port", "metric", "qual")
 
 
+
 @dataclass(frozen=True)
 class Aggregate:
-    """One rollup column: ``<function>State(<args>)`` when written, ``<function>Merge`` when read.
+    """One rollup column: how it is computed from samples and how finer rollup rows fold into it.
 
-    ``args`` name logical sample columns; ``ts`` stands for its nanoseconds (``Int64``)."""
+    ``from_samples`` is over the samples of one series and bucket, ``{ts}`` standing for the event
+    time in ns (``Int64``); ``fold`` is over finer rows of one series, read under their ``read``
+    names (the names every reader of a rollup sees: :mod:`pipeline.rollup_read`)."""
 
     name: str
-    function: str
-    args: tuple[str, ...]
-    arg_types: tuple[str, ...]
+    type: LogicalType
+    read: str
+    from_samples: str
+    fold: str
     help: str
 
 
-#: Only duplicate-insensitive aggregates: merging a state with itself changes nothing.
 ROLLUP_AGGREGATES: tuple[Aggregate, ...] = (
-    Aggregate("v_first", "argMin", ("value", "ts"), ("Float64", "Int64"),
+    Aggregate("v_first", "float", "v0", "argMin(value, {ts})", "argMin(v0, t0)",
               "the bucket's first value (by event time)"),
-    Aggregate("v_last", "argMax", ("value", "ts"), ("Float64", "Int64"),
+    Aggregate("v_last", "float", "v1", "argMax(value, {ts})", "argMax(v1, t1)",
               "the bucket's last value (by event time)"),
-    Aggregate("v_min", "min", ("value",), ("Float64",), "smallest value"),
-    Aggregate("v_max", "max", ("value",), ("Float64",), "largest value"),
-    Aggregate("t_first", "min", ("ts",), ("Int64",), "event time (ns) of the first sample"),
-    Aggregate("t_last", "max", ("ts",), ("Int64",), "event time (ns) of the last sample"),
-    Aggregate("n", "uniqExact", ("ts",), ("Int64",), "distinct samples (event times)"),
-    Aggregate("flags_or", "groupBitOr", ("flags",), ("UInt8",),
+    Aggregate("v_min", "float", "vmin", "min(value)", "min(vmin)", "smallest value"),
+    Aggregate("v_max", "float", "vmax", "max(value)", "max(vmax)", "largest value"),
+    Aggregate("t_first", "int64", "t0", "min({ts})", "min(t0)",
+              "event time (ns) of the first sample"),
+    Aggregate("t_last", "int64", "t1", "max({ts})", "max(t1)",
+              "event time (ns) of the last sample"),
+    Aggregate("n", "count", "cnt", "uniqExact({ts})", "sum(cnt)",
+              "distinct samples (event times); the row's version"),
+    Aggregate("flags_or", "uint8", "fl", "groupBitOr(flags)", "groupBitOr(fl)",
               "OR of the samples' flags (a counter reset shows here)"),
 )
+#: the version of a rollup row: a bucket rolled from more samples replaces one rolled from fewer
+ROLLUP_VERSION = "n"
 
 
 @dataclass(frozen=True)
 class Rollup:
-    """Samples aggregated per series into fixed buckets by a materialised view: from the raw
-    samples (``parent`` None), or from a finer rollup's blocks (``-MergeState``), which costs the
-    server a fraction of a second view over the raw rows (measured: docs/benchmarks.md)."""
+    """Samples aggregated per series into fixed buckets: from the raw samples (``parent`` None) or
+    by folding a finer rollup's rows (the hour from the minutes)."""
 
     name: str
     bucket_s: int
-    #: partition granularity: ``day`` (toYYYYMMDD) or ``month`` (toYYYYMM)
     partition: Literal["day", "month"]
     aggregates: tuple[Aggregate, ...] = ROLLUP_AGGREGATES
     parent: Rollup | None = None
 
     @property
-    def view(self) -> str:
-        return f"{self.name}_mv"
-
-    @property
     def bucket_ns(self) -> int:
         return self.bucket_s * 1_000_000_000
 
-    def source(self, dialect: Dialect) -> str:
-        """The table the view reads its blocks from on an engine."""
-        return self.parent.name if self.parent and dialect.cascading_views else SAMPLES.name
+    @property
+    def table(self) -> Table:
+        keys = tuple(SAMPLES.column(k) for k in SERIES_KEY)
+        aggs = tuple(Column(a.name, a.type) for a in self.aggregates)
+        return Table(self.name, (Column("bucket", "time"), *keys, *aggs),
+                     order_by=(*SERIES_KEY, "bucket"), time_column="bucket", shard_by="device",
+                     version=ROLLUP_VERSION, partition=self.partition)
 
 
 ROLLUP_1M = Rollup("samples_1m", 60, "day")
 ROLLUP_1H = Rollup("samples_1h", 3600, "month", parent=ROLLUP_1M)
 ROLLUPS: tuple[Rollup, ...] = (ROLLUP_1M, ROLLUP_1H)
+
+#: the minute buckets each sample insert touched, and the newest event time it carried: what the
+#: rollup job reads to learn the data's event time and which rolled buckets got late samples
+#: (``at`` is the server's clock when the mark was written)
+ROLLUP_MARKS = Table(
+    "rollup_marks",
+    (Column("at", "inserted"), Column("bucket_ns", "int64"), Column("event_ns", "int64")),
+    order_by=("at", "bucket_ns", "event_ns"),
+    time_column="at",
+    shard_by="bucket_ns",
+    dedup_blocks=False,
+)
+
+#: each rollup's watermark: every bucket before ``done_ns`` is rolled, marks written before
+#: ``scanned`` (server seconds) are accounted for, and the data's event time reached ``event_ns``
+ROLLUP_STATE = Table(
+    "rollup_state",
+    (Column("rollup", "id"), Column("done_ns", "int64"), Column("scanned", "count"),
+     Column("event_ns", "int64")),
+    order_by=("rollup",),
+    time_column="",
+    shard_by="rollup",
+    version="scanned",
+    partition="none",
+    expires=False,
+    dedup_blocks=False,
+)
+
+#: the bookkeeping tables of the rollup job (present when the store keeps rollups)
+ROLLUP_TABLES: tuple[Table, ...] = (ROLLUP_MARKS, ROLLUP_STATE)
 
 
 @dataclass(frozen=True)
@@ -169,12 +222,6 @@ class Dialect:
     #: the engine deduplicates a repeated identical insert block on plain MergeTree tables
     #: (``non_replicated_deduplication_window``, ClickHouse >= 21.1; chDB)
     block_dedup: bool = False
-
-    @property
-    def cascading_views(self) -> bool:
-        """A view's insert into its TO table reaches that table's own views. 18.16 does not do
-        this, so there every rollup reads the raw samples."""
-        return self.name == "modern"
 
     @property
     def ttl(self) -> bool:
@@ -193,8 +240,7 @@ class Dialect:
     def column_ddl(self, col: Column, partition_time: bool = False) -> list[str]:
         """A column's definition(s). Legacy time columns are ``<name>_ns Int64``; the one that
         partitions the table also gets a ``DateTime`` computed from it. That one is DEFAULT, not
-        MATERIALIZED: 18.16 neither computes materialised columns for a view's ``TO`` table nor
-        lets a Distributed table forward them to its shards."""
+        MATERIALIZED: 18.16 lets no Distributed table forward a materialised column."""
         modern = self.name == "modern"
         if col.type == "time":
             if modern:
@@ -213,20 +259,23 @@ class Dialect:
             "int16": "Int16",
             "uint8": "UInt8",
             "int64": "Int64",
+            "count": "UInt64",
             "float": "Float64 CODEC(Gorilla, ZSTD(1))" if modern else "Float64",
             "bool": "UInt8",
+            "inserted": "DateTime('UTC') DEFAULT now()",
         }[col.type]
         return [f"{col.name} {spelled}"]
 
-    def _engine(self, kind: str, database: str, local: str, replicated: bool) -> str:
+    def _engine(self, table: Table, database: str, local: str, replicated: bool) -> str:
+        version = table.version
         if replicated:
-            return (f"Replicated{kind}MergeTree('/clickhouse/tables/{{shard}}/{database}.{local}',"
-                    f" '{{replica}}')")
-        return f"{kind}MergeTree"
+            args = f"'/clickhouse/tables/{{shard}}/{database}.{local}', '{{replica}}'"
+            return f"ReplicatedReplacingMergeTree({args}{', ' + version if version else ''})"
+        return f"ReplacingMergeTree({version})" if version else "ReplacingMergeTree"
 
-    def _table_settings(self, replicated: bool) -> str:
+    def _table_settings(self, table: Table, replicated: bool) -> str:
         # Replicated tables deduplicate repeated blocks by themselves.
-        if self.block_dedup and not replicated:
+        if self.block_dedup and table.dedup_blocks and not replicated:
             return "\nSETTINGS non_replicated_deduplication_window = 1000"
         return ""
 
@@ -241,11 +290,14 @@ class Dialect:
         on_cluster = f" ON CLUSTER {cluster}" if cluster and replicated else ""
         order = ", ".join(self.stored(c) if table.column(c).type == "time" else c
                           for c in table.order_by)
-        ttl = (f"\nTTL toDateTime({t}) + INTERVAL {int(retention_days)} DAY" if self.ttl else "")
+        partition = {"day": f"toYYYYMMDD({t})", "month": f"toYYYYMM({t})",
+                     "none": "tuple()"}[table.partition]
+        ttl = (f"\nTTL toDateTime({t}) + INTERVAL {int(retention_days)} DAY"
+               if self.ttl and table.expires else "")
         return (f"CREATE TABLE IF NOT EXISTS {database}.{local}{on_cluster} (\n  {cols}\n)"
-                f"\nENGINE = {self._engine('Replacing', database, local, replicated)}"
-                f"\nPARTITION BY toYYYYMMDD({t})\nORDER BY ({order}){ttl}"
-                f"{self._table_settings(replicated)}")
+                f"\nENGINE = {self._engine(table, database, local, replicated)}"
+                f"\nPARTITION BY {partition}\nORDER BY ({order}){ttl}"
+                f"{self._table_settings(table, replicated)}")
 
     def create_distributed(self, database: str, name: str, shard_by: str, cluster: str,
                            replicated: bool = True) -> str:
@@ -256,95 +308,34 @@ class Dialect:
                 f"ENGINE = Distributed({cluster}, {database}, {name}_local, "
                 f"cityHash64({shard_by}))")
 
-    def create_rollup(self, database: str, rollup: Rollup, retention_days: int,
-                      cluster: str = "", replicated: bool | None = None) -> str:
-        """The AggregatingMergeTree a rollup's materialised view writes into."""
-        replicated = bool(cluster) if replicated is None else replicated
-        keys = [part for k in SERIES_KEY for part in self.column_ddl(SAMPLES.column(k))]
-        bucket = self.column_ddl(Column("bucket", "time"), partition_time=True)
-        bucket[0] = bucket[0].replace(" CODEC(DoubleDelta, ZSTD(1))", "")
-        aggs = [f"{a.name} AggregateFunction({a.function}, {', '.join(a.arg_types)})"
-                for a in rollup.aggregates]
-        cols = ",\n  ".join([*bucket, *keys, *aggs])
-        local = f"{rollup.name}_local" if cluster else rollup.name
-        on_cluster = f" ON CLUSTER {cluster}" if cluster and replicated else ""
-        part = "toYYYYMMDD" if rollup.partition == "day" else "toYYYYMM"
-        order = ", ".join([*SERIES_KEY, self.stored("bucket")])
-        ttl = (f"\nTTL toDateTime(bucket) + INTERVAL {int(retention_days)} DAY"
-               if self.ttl else "")
-        return (f"CREATE TABLE IF NOT EXISTS {database}.{local}{on_cluster} (\n  {cols}\n)"
-                f"\nENGINE = {self._engine('Aggregating', database, local, replicated)}"
-                f"\nPARTITION BY {part}(bucket)\nORDER BY ({order}){ttl}")
-
-    def create_rollup_view(self, database: str, rollup: Rollup, cluster: str = "",
-                           replicated: bool | None = None) -> str:
-        """The materialised view that folds every block inserted into the rollup's source
-        (``samples``, or the finer rollup) into the rollup."""
-        replicated = bool(cluster) if replicated is None else replicated
-        suffix = "_local" if cluster else ""
-        on_cluster = f" ON CLUSTER {cluster}" if cluster and replicated else ""
-        parent = rollup.parent if self.cascading_views else None
-        if parent is None:
-            ts = self.time_ns("ts")
-
-            def arg(name: str) -> str:
-                return ts if name == "ts" else name
-
-            states = [f"{a.function}State({', '.join(arg(x) for x in a.args)}) AS {a.name}"
-                      for a in rollup.aggregates]
-        else:
-            ts = self.time_ns("bucket")
-            states = [f"{a.function}MergeState({a.name}) AS {a.name}"
-                      for a in rollup.aggregates]
-        bucket_ns = f"intDiv({ts}, {rollup.bucket_ns}) * {rollup.bucket_ns}"
-        bucket = (f"fromUnixTimestamp64Nano({bucket_ns}, 'UTC') AS bucket"
-                  if self.name == "modern" else
-                  f"{bucket_ns} AS bucket_ns, "
-                  "toDateTime(intDiv(bucket_ns, 1000000000), 'UTC') AS bucket")
-        keys = ", ".join(SERIES_KEY)
-        group = ", ".join([*SERIES_KEY, self.stored("bucket")])
-        return (f"CREATE MATERIALIZED VIEW IF NOT EXISTS {database}.{rollup.view}{suffix}"
-                f"{on_cluster} TO {database}.{rollup.name}{suffix} AS\n"
-                f"SELECT {bucket}, {keys},\n  " + ",\n  ".join(states) +
-                f"\nFROM {database}.{parent.name if parent else SAMPLES.name}{suffix}"
-                f"\nGROUP BY {group}")
-
     def schema(self, database: str, retention_days: int, rollup_retention_days: dict[str, int],
                cluster: str = "", replicated: bool | None = None,
                rollups: tuple[Rollup, ...] | None = None) -> list[str]:
         """Every statement that creates the whole store, in order (``rollups``: which of
-        :data:`ROLLUPS` to keep; all by default)."""
+        :data:`ROLLUPS` to keep, with the rollup job's bookkeeping; all by default)."""
         replicated = bool(cluster) if replicated is None else replicated
         kept = ROLLUPS if rollups is None else rollups
         on_cluster = f" ON CLUSTER {cluster}" if cluster and replicated else ""
+        tables = [(t, retention_days) for t in TABLES]
+        tables += [(r.table, rollup_retention_days[r.name]) for r in kept]
+        if kept:
+            tables += [(t, retention_days) for t in ROLLUP_TABLES]
         out = [f"CREATE DATABASE IF NOT EXISTS {database}{on_cluster}"]
-        for table in TABLES:
-            out.append(self.create_table(database, table, retention_days, cluster, replicated))
-        for rollup in kept:
-            out.append(self.create_rollup(database, rollup, rollup_retention_days[rollup.name],
-                                          cluster, replicated))
+        out += [self.create_table(database, t, days, cluster, replicated) for t, days in tables]
         if cluster:
-            for table in TABLES:
-                out.append(self.create_distributed(database, table.name, table.shard_by,
-                                                   cluster, replicated))
-            for rollup in kept:
-                out.append(self.create_distributed(database, rollup.name, "device", cluster,
-                                                   replicated))
-        for rollup in kept:
-            out.append(self.create_rollup_view(database, rollup, cluster, replicated))
+            out += [self.create_distributed(database, t.name, t.shard_by, cluster, replicated)
+                    for t, _ in tables]
         return out
-
-    @staticmethod
-    def _is_time(table: Table, name: str) -> bool:
-        return any(c.name == name and c.type == "time" for c in table.columns)
 
     def stored(self, time_col: str) -> str:
         """The physical column that holds a logical time column's nanoseconds (or the value)."""
         return time_col if self.name == "modern" else f"{time_col}_ns"
 
     def insert_columns(self, table: Table) -> list[str]:
-        """The physical columns an insert of ``table``'s logical columns names, in order."""
-        return [self.stored(c.name) if c.type == "time" else c.name for c in table.columns]
+        """The physical columns an insert of ``table``'s logical columns names, in order (a
+        column the server fills, ``inserted``, is left out)."""
+        return [self.stored(c.name) if c.type == "time" else c.name for c in table.columns
+                if c.type != "inserted"]
 
     # -- query expressions -----------------------------------------------------------------
 
@@ -364,6 +355,33 @@ class Dialect:
         """The expression to compare against :meth:`ns_to_time` literals (uses the sort key)."""
         return col if self.name == "modern" else f"{col}_ns"
 
+    def ns_expr_to_stored(self, expr: str) -> str:
+        """An Int64 ns expression as the value of a time column's stored column (for
+        ``INSERT ... SELECT``)."""
+        if self.name == "modern":
+            return f"fromUnixTimestamp64Nano({expr}, 'UTC')"
+        return expr
+
+    def time_range(self, col: str, lo_ns: int | None, hi_ns: int | None) -> list[str]:
+        """Conditions ``lo_ns <= col < hi_ns`` on a table's partitioning time column (either
+        bound may be None), spelled so the engine skips the parts and partitions outside the
+        range: on legacy servers that takes a condition on the ``DateTime`` column too, as the
+        parts' min/max index is over it, not over the nanoseconds."""
+        cmp = self.time_cmp(col)
+        out = []
+        if lo_ns is not None:
+            out.append(f"{cmp} >= {self.ns_to_time(lo_ns)}")
+            if self.name == "legacy" and 0 < lo_ns < _DATETIME_END_NS:
+                out.append(f"{col} >= toDateTime({lo_ns // 1_000_000_000}, 'UTC')")
+        if hi_ns is not None:
+            out.append(f"{cmp} < {self.ns_to_time(hi_ns)}")
+            if self.name == "legacy" and 0 < hi_ns < _DATETIME_END_NS:
+                out.append(f"{col} <= toDateTime({(hi_ns - 1) // 1_000_000_000}, 'UTC')")
+        return out
+
+
+#: DateTime ends in 2106 (an unsigned 32-bit count of seconds)
+_DATETIME_END_NS = (1 << 32) * 1_000_000_000
 
 MODERN = Dialect("modern", low_cardinality=True, block_dedup=True)
 LEGACY = Dialect("legacy", low_cardinality=True)

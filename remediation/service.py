@@ -175,7 +175,8 @@ class Remediation:
         for alert in alerts:
             self.clock.observe(alert.updated_at_ns)
         now = self.clock.now_ns()
-        self.alerting.ingest(alerts, now)
+        notify = alerts if self.settings.notify == "all" else [a for a in alerts if a.root_cause]
+        self.alerting.ingest(notify, now)
         self.inbox.put(("alerts", alerts, now))
 
     def on_samples_message(self, msg: Message) -> None:

@@ -202,6 +202,9 @@ class DrainSettings(Strict):
 
 class RemediationSettings(Strict):
     mode: Mode = "dry_run"
+    #: what reaches the receivers: root-cause ``incidents`` only (symptoms stay visible in the
+    #: dashboard and the store; paging on every congested port is crying wolf), or ``all``
+    notify: Literal["incidents", "all"] = "incidents"
     receivers: tuple[PluginSpec, ...] = (PluginSpec(type="log", name="log"),)
     route: RouteSettings = RouteSettings()
     inhibit_rules: tuple[InhibitRule, ...] = ()

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.topology import Port
 from pipeline.commands import Approve, Reject, Repair, Resume
+from pipeline.topology import Port
 from remediation.runs import Phase
 from tests.remediation.gnmi_target import Targets
 from tests.remediation.rig import Rig, fabric, settings

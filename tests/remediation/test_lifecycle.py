@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from pipeline.errors import ConfigError
+from pipeline.matchers import parse_matcher
 from pipeline.model import Severity
 from remediation.dispatch import Dispatcher, ReceiverCaps
 from remediation.inhibition import Inhibitor
-from pipeline.matchers import parse_matcher
 from remediation.routing import build_routes
 from remediation.settings import InhibitRule, RemediationSettings, RouteSettings
 from remediation.silences import Silences

@@ -10,12 +10,12 @@ from typing import Any
 
 from pipeline.bus import MemoryBus, Topics
 from pipeline.codec import encode_batch
+from pipeline.commands import Approve, Silence, encode_command
 from pipeline.metrics import metric_id
 from pipeline.model import ActionResult, BatchBuilder, alerts_to_json
 from pipeline.stage import StageContext
 from pipeline.topology import spine_leaf
 from remediation import router, state
-from pipeline.commands import Approve, Silence, encode_command
 from remediation.settings import RemediationSettings
 from remediation.silences import Silences
 from tests.remediation.gnmi_target import Targets
@@ -155,3 +155,34 @@ def test_a_dry_run_drain_decision_lands_in_the_store(chdb_store):
     assert list(rows["outcome"]) == ["pending", "done"]
     assert set(rows["mode"]) == {"dry_run"} and set(rows["target"]) == {LINK}
     assert "would drain leaf2~spine1" in rows["detail"][-1]
+
+
+def notified(notify: str) -> list[str]:
+    """Which alerts reach a receiver when a symptom and an incident fire together."""
+    from remediation.service import Remediation
+
+    bus, topics = MemoryBus(), Topics("n.")
+    rs = RemediationSettings.model_validate({
+        "mode": "dry_run", "state_path": "", "notify": notify,
+        "receivers": [{"type": "log", "name": "log"}],
+        "route": {"group_wait": "0s", "group_by": ["..."]}})
+    service = Remediation(rs, bus, topics, TOPO)
+    audit = bus.consumer([topics.actions], "audit")
+    try:
+        symptom = make_alert(name="queue_buildup", entity="leaf1:Ethernet5", root_cause=False,
+                             severity="warning")
+        incident = make_alert(name="pfc_storm", entity="host3")
+        bus.producer().send(topics.alerts, alerts_to_json([symptom, incident]))
+        bus.producer().send(topics.samples, clock_batch(5))
+        while service.poll(0.05):
+            pass
+        service.alerts_tick()
+    finally:
+        service.close()
+    records = [ActionResult.model_validate_json(m.value) for m in audit.poll(0.5, 1000)]
+    return sorted({r.alert_name for r in records if r.action == "notify"})
+
+
+def test_receivers_get_incidents_not_symptoms_by_default():
+    assert notified("incidents") == ["pfc_storm"]
+    assert notified("all") == ["pfc_storm", "queue_buildup"]
