@@ -105,8 +105,13 @@ class TargetHealth:
     received_interval: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     updates_per_s: float = 0.0
+    #: wall seconds a target may take to connect and send its first data before it is reported
+    #: down (at least ``stale_intervals`` sample intervals): a collector starting up is not a
+    #: fabric going silent
+    connect_grace_s: float = 2.0
     _next_due_ns: int = 0
     _last_tick_wall: float = 0.0
+    _first_due_wall: float = 0.0
     _last_reported: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -134,7 +139,7 @@ class TargetHealth:
         now = self.clock.now_ns(wall)
         if not self._next_due_ns:
             self._next_due_ns = now + int(self.interval_s * 1e9)
-            self._last_tick_wall = wall
+            self._last_tick_wall = self._first_due_wall = wall
             return False
         return now >= self._next_due_ns
 
@@ -148,6 +153,9 @@ class TargetHealth:
         self._last_tick_wall = wall
         received, self.received_interval = self.received_interval, 0
         self.updates_per_s = received / elapsed
+        grace = max(self.connect_grace_s, self.stale_intervals * self.interval_wall)
+        if not self.last_data_wall and wall - self._first_due_wall < grace:
+            return  # still connecting: neither up nor down yet
         up = self.is_up(wall)
         for metric, value in ((UP, 1.0 if up else 0.0), (EXPECTED, float(self.expected)),
                               (RECEIVED, float(received)), (ERRORS, float(self.error_total))):

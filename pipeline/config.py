@@ -117,10 +117,16 @@ class StoreSettings(Strict):
     rollup_1h_days: int = Field(730, ge=1)
     #: how often the retention job drops expired partitions (servers without TTL)
     retention_check_s: float = Field(3600.0, gt=0)
-    #: keep the 1-minute and 1-hour rollups (materialised views). Each view costs the server
-    #: about as much per inserted sample as the raw insert itself (docs/benchmarks.md); a
-    #: deployment that cannot afford it turns them off and long ranges read raw samples.
+    #: keep the 1-minute and 1-hour rollups, rolled in bulk by a scheduled job in the ingest
+    #: role (pipeline/rollup_job.py); off, long ranges read the raw samples
     rollups: bool = True
+    #: a bucket is rolled once the data's event time is this far past its end
+    rollup_lateness_s: float = Field(30.0, ge=0)
+    #: how often (wall clock) the rollup job looks for complete buckets and late samples
+    rollup_every_s: float = Field(2.0, gt=0)
+    #: late samples re-roll their buckets while at most this far (event time) behind the
+    #: newest data; later ones stay in the raw samples only
+    rollup_max_late_s: float = Field(86400.0, gt=0)
     clickhouse: ClickHouseSettings = ClickHouseSettings()
 
 

@@ -271,13 +271,19 @@ def run(ctx: StageContext, stop: threading.Event) -> None:
     if ctx.store is None:
         raise StoreError("the ingest role needs a store")
     from pipeline.retention import RetentionJob
+    from pipeline.rollup_job import RollupJob
 
     ingest = Ingest(ctx.bus, ctx.store, ctx.topics)
     ctx.health["ingest"] = lambda: asdict(ingest.stats)
     # engines without TTL (ClickHouse 18.16) drop expired partitions from a scheduled job
     retention = RetentionJob(ctx.store, ctx.settings.store)
+    # the rollups are rolled in bulk, bucket by bucket, as the data's event time completes them
+    rollups = RollupJob(ctx.store, ctx.settings.store)
+    ctx.health["rollup"] = lambda: asdict(rollups.stats)
     retention.start()
+    rollups.start()
     try:
         ingest.run(stop)
     finally:
+        rollups.stop()
         retention.stop()

@@ -20,6 +20,8 @@ from pipeline.config import StoreSettings
 from pipeline.errors import StoreError
 from pipeline.metrics import CATALOG
 from pipeline.model import ActionResult, Alert, SampleBatch
+from pipeline.rollup import bucket_marks, marks_insert, marks_values
+from pipeline.rollup_upgrade import finish_upgrade, prepare_upgrade
 from pipeline.schema import ACTIONS, ALERTS, MODERN, Table
 from pipeline.store import (
     Columns,
@@ -68,8 +70,10 @@ class ChdbStore:
                                    rollups=kept_rollups(self.settings))
 
     def migrate(self) -> None:
+        upgrade = prepare_upgrade(self, kept_rollups(self.settings))
         for statement in self.ddl():
             self.execute(statement)
+        finish_upgrade(self, upgrade)
 
     def execute(self, sql: str) -> None:
         self._run(sql)
@@ -91,6 +95,9 @@ class ChdbStore:
         })
         # INSERT ... SELECT is deduplicated only under an explicit token: the batch's content hash
         self._insert_arrow("samples", rw_samples, token=batch_token(batch))
+        marks = bucket_marks(batch) if self.settings.rollups else None
+        if marks is not None:  # after the samples: a mark stands for rows already stored
+            self.execute(f"{marks_insert(self.dialect, self.database)} {marks_values(marks)}")
         return len(batch)
 
     def _insert_arrow(self, table: str, rw_rows: pa.Table, token: str = "") -> None:

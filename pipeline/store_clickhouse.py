@@ -28,6 +28,8 @@ from pipeline.config import StoreSettings
 from pipeline.errors import StoreError
 from pipeline.metrics import CATALOG
 from pipeline.model import ActionResult, Alert, SampleBatch
+from pipeline.rollup import bucket_marks, marks_insert
+from pipeline.rollup_upgrade import finish_upgrade, prepare_upgrade
 from pipeline.schema import ACTIONS, ALERTS, SAMPLES, Dialect, Table, dialect_for_version
 from pipeline.store import (
     Columns,
@@ -124,8 +126,10 @@ class ClickHouseStore:
                                    rollups=kept_rollups(self.settings))
 
     def migrate(self) -> None:
+        upgrade = prepare_upgrade(self, kept_rollups(self.settings))
         for statement in self.ddl():
             self._run(statement)
+        finish_upgrade(self, upgrade)
 
     def execute(self, sql: str) -> None:
         self._run(sql)
@@ -151,6 +155,11 @@ class ClickHouseStore:
             batch.qual, batch.value, batch.flags,
         ]
         self._insert(SAMPLES, columns)
+        marks = bucket_marks(batch) if self.settings.rollups else None
+        if marks is not None:  # after the samples: a mark stands for rows already stored
+            self._run(marks_insert(self.dialect, self.database),
+                      [np.asarray(marks.buckets, np.int64),
+                       np.full(len(marks.buckets), marks.event_ns, np.int64)], columnar=True)
         return n
 
     def _insert(self, table: Table, columns: list[Any], numpy: bool = True) -> None:

@@ -159,8 +159,10 @@ def test_failures_never_block_other_targets(tmp_path: Path, sink: Sink,
                v2c("broken", snmpsim.address, "T_BROKEN", interval=0.3),
                v2c("dead", dead, "T_LEAF9", interval=0.3)]
     with make(tmp_path, sink, targets) as collector:
-        rows = sink.wait_for(lambda rows: len(polls(rows)) >= 8, timeout=30,
-                             what="eight polls of the healthy target")
+        # the dead target is reported down once its connect grace has passed
+        rows = sink.wait_for(lambda rows: len(polls(rows)) >= 8 and any(
+            r[1] == "dead" and r[3] == "collector_up" for r in rows), timeout=30,
+            what="eight polls of the healthy target and the dead one reported down")
         health = collector.health()["targets"]
     times = polls(rows)
     gaps = [(b - a) / 1e9 for a, b in itertools.pairwise(times)]

@@ -1,0 +1,215 @@
+"""The rollup job: rolls every complete bucket once, in bulk, and re-rolls buckets late samples
+reach. It runs from an apscheduler job in the role that writes the store (ingest).
+
+Event time, not the wall clock, decides when a bucket is complete: once the data's event time
+(the newest sample any insert carried, from the marks the store writes) is ``lateness`` past the
+bucket's end. Each run
+
+1. reads the rollups' states and the marks written since the last run (server clock);
+2. re-rolls the minute buckets already rolled that new marks name (late samples), unless they are
+   more than ``max_late`` behind the event time (those stay in the raw samples; counted);
+3. rolls the minute buckets that became complete, from the watermark on, a few per statement;
+4. does the same for the hour rollup from the minute rows (an hour is complete once its minutes
+   are rolled; an hour holding a re-rolled minute is re-rolled);
+5. records the new states. A run that fails part way records nothing and the next one redoes it:
+   every roll is safe to repeat (:mod:`pipeline.rollup`).
+
+A restart resumes from the states in the store. Several ingest processes may each run the job:
+they read the same marks and states, and a bucket rolled twice is the same row.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pipeline.config import StoreSettings
+from pipeline.errors import StoreError
+from pipeline.rollup import (
+    State,
+    floor_to,
+    marks_since_sql,
+    roll_ranges,
+    roll_sql,
+    span_ranges,
+    state_insert,
+    state_sql,
+)
+from pipeline.schema import Rollup
+from pipeline.store import Store, kept_rollups
+
+log = logging.getLogger("rocewatch.rollup")
+
+NS = 1_000_000_000
+#: statements one run issues at most for complete buckets (a long backlog takes several runs,
+#: each recording its progress)
+MAX_STATEMENTS_PER_RUN = 60
+
+
+@dataclass
+class RollupStats:
+    """What the job did (exposed by the health endpoints)."""
+
+    runs: int = 0
+    failures: int = 0
+    statements: int = 0
+    #: buckets rolled once complete, by rollup
+    rolled: dict[str, int] = field(default_factory=dict)
+    #: buckets rolled again for late samples, by rollup
+    rerolled: dict[str, int] = field(default_factory=dict)
+    #: minute buckets whose late samples came after ``max_late`` (left to the raw samples)
+    too_late: int = 0
+    #: the data's event time, and each rollup's watermark (ns)
+    event_ns: int = 0
+    done_ns: dict[str, int] = field(default_factory=dict)
+    last_run_s: float = 0.0
+    busy_s: float = 0.0
+
+
+class RollupJob:
+    """The scheduled roller of one store's rollups (a no-op when the store keeps none)."""
+
+    def __init__(self, store: Store, settings: StoreSettings,
+                 rollups: tuple[Rollup, ...] | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.rollups = kept_rollups(settings) if rollups is None else rollups
+        if self.rollups and self.rollups[0].parent is not None:
+            raise StoreError("the first rollup must be rolled from the samples")
+        self.lateness_ns = int(settings.rollup_lateness_s * NS)
+        self.max_late_ns = int(settings.rollup_max_late_s * NS)
+        self.stats = RollupStats()
+        self._lock = threading.Lock()
+        self._scheduler: Any = None
+
+    @property
+    def needed(self) -> bool:
+        return bool(self.rollups)
+
+    # -- one run ------------------------------------------------------------------------------
+
+    def run_once(self, event_ns: int | None = None) -> int:
+        """One run; returns the buckets rolled (complete and late). ``event_ns`` makes the data's
+        event time at least that (a replay that ended, a test): every bucket that ends
+        ``lateness`` before it counts as complete. Raises StoreError (nothing is recorded)."""
+        with self._lock:
+            t0 = time.perf_counter()
+            try:
+                return self._run(event_ns)
+            finally:
+                self.stats.runs += 1
+                self.stats.last_run_s = time.perf_counter() - t0
+                self.stats.busy_s += self.stats.last_run_s
+
+    def catch_up(self, event_ns: int | None = None, max_runs: int = 1000) -> int:
+        """Run until a run rolls nothing; returns the buckets rolled."""
+        total = 0
+        for _ in range(max_runs):
+            rolled = self.run_once(event_ns)
+            total += rolled
+            if not rolled:
+                break
+        return total
+
+    def states(self) -> dict[str, State]:
+        cols = self.store.query(state_sql(self.store.database))
+        return {str(name): State(int(done), int(scanned), int(event)) for name, done, scanned,
+                event in zip(cols["rollup"], cols["done_ns"], cols["scanned"], cols["event_ns"],
+                             strict=True)}
+
+    def _run(self, forced_event_ns: int | None) -> int:
+        if not self.rollups:
+            return 0
+        store, db = self.store, self.store.database
+        states = self.states()
+        now_s = int(store.query("SELECT toUInt64(now()) AS now")["now"][0])
+        minute = self.rollups[0]
+        before = states.get(minute.name, State())
+        marks = store.query(marks_since_sql(db, before.scanned_s))
+        marked = [int(b) for b in marks["bucket_ns"]]
+        event = max([before.event_ns, forced_event_ns or 0,
+                     *(int(e) for e in marks["event_ns"])])
+        if not before.done_ns and not marked:
+            return 0  # no data yet
+        width = minute.bucket_ns
+        horizon = event - self.max_late_ns
+        done = before.done_ns or max(min(marked), floor_to(horizon, width))
+        late = [b for b in marked if b < done and b + width > horizon]
+        self.stats.too_late += sum(1 for b in marked if b + width <= horizon)
+        rolled = self._roll(minute, late, done, max(done, floor_to(event - self.lateness_ns,
+                                                                    width)))
+        new = {minute.name: State(rolled.done_ns, now_s, event)}
+        parent_late, parent_done, parent_first = late, rolled.done_ns, done
+        count = rolled.buckets
+        for rollup in self.rollups[1:]:
+            was = states.get(rollup.name, State())
+            width = rollup.bucket_ns
+            done = was.done_ns or floor_to(parent_first, width)
+            late = sorted({floor_to(b, width) for b in parent_late if floor_to(b, width) < done})
+            rolled = self._roll(rollup, late, done, max(done, floor_to(parent_done, width)))
+            new[rollup.name] = State(rolled.done_ns, now_s, event)
+            parent_late, parent_done, parent_first = late, rolled.done_ns, done
+            count += rolled.buckets
+        if marked or count:
+            store.execute(state_insert(db, new))
+        self.stats.event_ns = event
+        self.stats.done_ns = {name: s.done_ns for name, s in new.items()}
+        return count
+
+    def _roll(self, rollup: Rollup, late: list[int], done_ns: int, target_ns: int) -> _Rolled:
+        """Re-roll the ``late`` buckets, then roll ``[done_ns, target_ns)`` (as much as one run
+        may); returns how far it got."""
+        store, name, width = self.store, rollup.name, rollup.bucket_ns
+        buckets = 0
+        for lo, hi in roll_ranges(late, rollup):
+            store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi))
+            self.stats.statements += 1
+            self.stats.rerolled[name] = self.stats.rerolled.get(name, 0) + (hi - lo) // width
+            buckets += (hi - lo) // width
+        reached = done_ns
+        for lo, hi in span_ranges(done_ns, target_ns, rollup)[:MAX_STATEMENTS_PER_RUN]:
+            store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi))
+            self.stats.statements += 1
+            self.stats.rolled[name] = self.stats.rolled.get(name, 0) + (hi - lo) // width
+            buckets += (hi - lo) // width
+            reached = hi
+        return _Rolled(reached, buckets)
+
+    # -- the schedule -------------------------------------------------------------------------
+
+    def _scheduled(self) -> None:
+        try:
+            self.run_once()
+        except StoreError as exc:  # the next run redoes it
+            self.stats.failures += 1
+            log.error("rollup run failed (the next run redoes it): %s", exc)
+
+    def start(self) -> None:
+        if not self.needed or self._scheduler is not None:
+            return
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        scheduler = BackgroundScheduler(timezone="UTC", daemon=True)
+        scheduler.add_job(self._scheduled, "interval", seconds=self.settings.rollup_every_s,
+                          next_run_time=datetime.now(UTC), id="rollup", max_instances=1,
+                          coalesce=True)
+        scheduler.start()
+        self._scheduler = scheduler
+        log.info("rollup job: every %.1fs, buckets complete %.0fs (event time) after their end, "
+                 "late samples re-roll up to %.0fs back", self.settings.rollup_every_s,
+                 self.lateness_ns / NS, self.max_late_ns / NS)
+
+    def stop(self) -> None:
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None:
+            scheduler.shutdown(wait=True)
+
+
+@dataclass(frozen=True)
+class _Rolled:
+    done_ns: int
+    buckets: int
