@@ -11,6 +11,9 @@ The loop gathers the next batch while up to ``inflight`` earlier ones are insert
 threads, and commits batches strictly in order, each once it and all before it are stored. A
 store outage is retried with backoff (nothing is committed meanwhile); a broker outage while
 polling keeps what was gathered and tries again.
+
+The role also runs the store's scheduled jobs: retention where the engine has no TTL, and the
+rollup job (:mod:`pipeline.rollup_job`).
 """
 
 from __future__ import annotations
