@@ -101,8 +101,15 @@ def alert_entries(messages: Iterable[Alert], epoch_ns: int, end_s: float) -> lis
     return out
 
 
-def action_entries(actions: Iterable[ActionResult], epoch_ns: int) -> list[dict[str, Any]]:
-    return [{"action": a.action, "entity": a.target, "at_s": round((a.at_ns - epoch_ns) / 1e9, 3),
+def action_entries(actions: Iterable[ActionResult], epoch_ns: int,
+                   alerts: Iterable[Alert] = ()) -> list[dict[str, Any]]:
+    """Actions in the report's shape. An action's entity is what it acted on: a drain's link, a
+    notification's alert entity (its target is the receiver, which the format has no room for)."""
+    entity_of = {a.fingerprint: a.entity for a in alerts}
+    return [{"action": a.action,
+             "entity": entity_of.get(a.alert_fingerprint, a.target)
+             if a.action == "notify" else a.target,
+             "at_s": round((a.at_ns - epoch_ns) / 1e9, 3),
              "mode": a.mode, "outcome": a.outcome}
             for a in sorted(actions, key=lambda a: a.at_ns)]
 
@@ -118,7 +125,7 @@ def build_report(name: str, sample_interval_s: float, topology: Topology,
         "truth": [{"kind": t["kind"], "target": t["target"], "start_s": t["start_s"],
                    "end_s": t["end_s"]} for t in truth],
         "alerts": alert_entries(gathered.alerts, epoch_ns, duration_s),
-        "actions": action_entries(gathered.actions, epoch_ns),
+        "actions": action_entries(gathered.actions, epoch_ns, gathered.alerts),
     }
     report["score"] = score(report).report()
     return report

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.metrics import CATALOG, METRIC_ID, Kind
+from pipeline.rollup_read import rollup_rows
 from pipeline.schema import Rollup
 from pipeline.store import Store, literal
 from ui.params import NS
@@ -57,19 +58,13 @@ def rollup_latest_sql(store: Store, rollup: Rollup, end_ns: int, window_ns: int,
     instead of one per sample. The recent rows of every series sit in a different part of the
     sort order, so a fabric-wide read touches most of the table; the rollup's table is far
     smaller."""
-    d = store.dialect
-    bucket = d.time_cmp("bucket")
-    conds = [f"{bucket} >= {d.ns_to_time(end_ns - window_ns - rollup.bucket_ns)}",
-             f"{bucket} <= {d.ns_to_time(end_ns)}",
-             f"metric IN ({', '.join(literal(m) for m in metrics)})"]
+    rows = rollup_rows(store, rollup, [f"metric IN ({', '.join(literal(m) for m in metrics)})"],
+                       end_ns - window_ns - rollup.bucket_ns, end_ns, distinct=False)
     return (
         f"SELECT device, port, metric, qual, min(a0) AS t0, max(a1) AS t1, argMin(w0, a0) AS v0, "
         f"argMax(w1, a1) AS v1, max(fl) AS f1 FROM (SELECT device, port, metric, qual, "
-        f"{d.stored('bucket')} AS rb, argMinMerge(v_first) AS w0, argMaxMerge(v_last) AS w1, "
-        f"minMerge(t_first) AS a0, maxMerge(t_last) AS a1, groupBitOrMerge(flags_or) AS fl "
-        f"FROM {store.database}.{rollup.name} WHERE {' AND '.join(conds)} "
-        f"GROUP BY device, port, metric, qual, rb) GROUP BY device, port, metric, qual "
-        f"ORDER BY device, port, metric, qual"
+        f"v0 AS w0, v1 AS w1, t0 AS a0, t1 AS a1, fl FROM {rows}) "
+        f"GROUP BY device, port, metric, qual ORDER BY device, port, metric, qual"
     )
 
 

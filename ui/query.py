@@ -16,6 +16,7 @@ from typing import Any
 
 from pipeline.errors import QueryError, StoreError
 from pipeline.metrics import Metric
+from pipeline.rollup_read import rollup_rows
 from pipeline.schema import ROLLUPS, Rollup
 from pipeline.store import Store, literal
 from pipeline.topology import Topology
@@ -278,11 +279,9 @@ class Query:
         minute = next((r for r in self.rollups() if r.bucket_s == 60), None)
         if minute is not None:
             # the 1-minute rollup: ~60x fewer rows than the samples, the same last times
-            since = d.ns_to_time(lo - minute.bucket_ns)
+            rows = rollup_rows(self.store, minute, (), lo - minute.bucket_ns, distinct=False)
             cols = self.store.query(
-                f"SELECT device, maxMerge(t_last) AS last FROM {self.store.database}."
-                f"{minute.name} WHERE {d.time_cmp('bucket')} >= {since} "
-                f"GROUP BY device ORDER BY device")
+                f"SELECT device, max(t1) AS last FROM {rows} GROUP BY device ORDER BY device")
         else:
             cols = self.store.query(
                 f"SELECT device, max({d.stored('ts')}) AS last FROM {self.store.database}.samples "

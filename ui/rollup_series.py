@@ -1,8 +1,10 @@
 """Series of one port read from the 1-minute or 1-hour rollups, for long ranges.
 
-The rollups (:data:`pipeline.schema.ROLLUPS`) keep per series and bucket only
-duplicate-insensitive states: first/last value by event time, min, max, first/last event time,
-distinct samples and the OR of the flags. Reading them:
+The rollups (:data:`pipeline.schema.ROLLUPS`) hold per series and bucket the first/last value by
+event time, min, max, first/last event time, distinct samples and the OR of the flags; they are
+read through :func:`pipeline.rollup_read.rollup_rows` (the rolled buckets, and the buckets the
+rollup job has not rolled yet computed from what is below them), so an answer covers every
+sample. Reading them:
 
 * counters: each rollup bucket's increase is its inner increase (last - first; a decrease is a
   reset, or a wrap for Counter32) plus the increase across the boundary from the previous rollup
@@ -12,7 +14,7 @@ distinct samples and the OR of the flags. Reading them:
   as long as no counter reset falls inside a rollup bucket (then the counts between the reset and
   the sample before it are lost, as they are on the device);
 * gauges: ``max``/``min``/``last`` are exact; ``mean`` is the mean of the rollup buckets' last
-  values (the rollups hold no sums, which would not survive a repeated insert).
+  values (the rollups hold no sums).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from numpy.typing import NDArray
 
 from pipeline.errors import QueryError
 from pipeline.model import FLAG_COUNTER32
+from pipeline.rollup_read import rollup_rows
 from pipeline.schema import Rollup
 from pipeline.store import Columns, Store, literal
 from ui.params import NS, Limits, human
@@ -31,26 +34,18 @@ from ui.series import SeriesRequest, Triple, increase, series_keys, split
 
 
 def rollup_sql(store: Store, rollup: Rollup, req: SeriesRequest) -> str:
-    d = store.dialect
     step = req.step_ns
     lo = (req.range.start_ns // step) * step - rollup.bucket_ns
-    bucket = d.time_cmp("bucket")
     where = [
         f"device = {literal(req.device)}",
         f"port = {literal(req.port)}",
         f"metric IN ({', '.join(literal(m.name) for m in req.metrics)})",
-        f"{bucket} >= {d.ns_to_time(lo)}",
-        f"{bucket} <= {d.ns_to_time(req.range.end_ns)}",
     ]
     if req.qual is not None:
         where.append(f"qual = {literal(req.qual)}")
-    return (
-        f"SELECT metric, qual, {d.time_ns('bucket')} AS rb, argMinMerge(v_first) AS v0, "
-        f"argMaxMerge(v_last) AS v1, minMerge(v_min) AS vmin, maxMerge(v_max) AS vmax, "
-        f"minMerge(t_first) AS t0, maxMerge(t_last) AS t1, groupBitOrMerge(flags_or) AS fl "
-        f"FROM {store.database}.{rollup.name} WHERE {' AND '.join(where)} "
-        f"GROUP BY metric, qual, rb ORDER BY metric, qual, rb"
-    )
+    rows = rollup_rows(store, rollup, where, lo, req.range.end_ns)
+    return (f"SELECT metric, qual, rb, v0, v1, vmin, vmax, t0, t1, fl FROM {rows} "
+            f"ORDER BY metric, qual, rb")
 
 
 def _groups(key: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.intp]:

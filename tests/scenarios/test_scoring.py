@@ -77,3 +77,23 @@ def test_report_entries_keep_the_first_raise_the_last_verdict_and_only_detection
     assert entries == [{"kind": "link_down", "entity": "leaf7~spine1",
                         "ports": ["leaf7:Ethernet5"], "first_s": 92.0, "last_s": 94.0,
                         "severity": "critical", "root_cause": False}]
+
+
+def test_action_entries_name_what_was_acted_on():
+    from pipeline.model import ActionResult
+    from rocewatch.scenario import action_entries
+
+    incident = Alert(name="faulty_link", entity="leaf3~spine2", starts_at_ns=50 * S,
+                     updated_at_ns=51 * S, source="correlator")
+    actions = [
+        ActionResult(action="drain", target="leaf3~spine2", alert_fingerprint=incident.fingerprint,
+                     mode="dry_run", outcome="done", at_ns=60 * S),
+        ActionResult(action="notify", target="oncall-webhook", mode="auto", outcome="done",
+                     alert_fingerprint=incident.fingerprint, at_ns=52 * S),
+    ]
+    assert action_entries(actions, epoch_ns=0, alerts=[incident]) == [
+        {"action": "notify", "entity": "leaf3~spine2", "at_s": 52.0, "mode": "auto",
+         "outcome": "done"},
+        {"action": "drain", "entity": "leaf3~spine2", "at_s": 60.0, "mode": "dry_run",
+         "outcome": "done"},
+    ]
