@@ -143,7 +143,7 @@ def up(config_path: str | None, scenario: Path, speed: float, workdir: Path, api
     signal.signal(signal.SIGINT, on_signal)
     try:
         click.echo(f"starting the lab: {scenario} at speed {speed:g}")
-        lab_proc = subprocess.Popen(  # noqa: S603 - our own CLI
+        lab_proc = subprocess.Popen(
             [*exe, "lab", "run", str(scenario), "--speed", str(speed), "--out", str(lab_dir)],
             stdout=(workdir / "lab.log").open("wb"), stderr=subprocess.STDOUT)
         agents = _wait_for(agents_path, lab_proc, timeout=120)
@@ -154,7 +154,7 @@ def up(config_path: str | None, scenario: Path, speed: float, workdir: Path, api
         if not no_dashboard:
             env = {**os.environ, "ROCEWATCH_DASHBOARD__API_URL": api_url}
             dashboard = Path(__file__).resolve().parent.parent / "ui" / "dashboard.py"
-            dash_proc = subprocess.Popen(  # noqa: S603 - our own app
+            dash_proc = subprocess.Popen(
                 [sys.executable, "-m", "streamlit", "run", str(dashboard),
                  "--server.headless", "true", "--server.address", "127.0.0.1",
                  "--server.port", str(dashboard_port), "--browser.gatherUsageStats", "false",
