@@ -283,6 +283,18 @@ def _fault(data: Any, path: str, topo: Topology, duration: float) -> FaultSpec:
         raise ConfigError(f"unknown fault kind {kind!r}; one of {', '.join(FAULT_KINDS)}",
                           f"{path}.kind")
     target = m["target"]
+    if kind == "pfc_deadlock" and isinstance(target, list):
+        # the format's table names a deadlock's target "links": the cycle itself may be given
+        # here, written as the comma-joined cycle (the form the platform reports it in)
+        cycle_given = _cycle(target, f"{path}.target", topo)
+        params_in = m.get("params") or {}
+        if isinstance(params_in, dict) and "cycle" in params_in and \
+                set(as_list(params_in["cycle"], f"{path}.params.cycle")) != set(cycle_given):
+            raise ConfigError("the target's links and params.cycle name different cycles",
+                              f"{path}.target")
+        m = {**m, "params": {**(params_in if isinstance(params_in, dict) else {}),
+                             "cycle": list(cycle_given)}}
+        target = ",".join(cycle_given)
     if not isinstance(target, str) or not target:
         raise ConfigError("must be a string naming the fault's target", f"{path}.target")
     at_s = as_num(m["at_s"], f"{path}.at_s", lo=0, hi=duration, hi_open=True)
@@ -342,7 +354,11 @@ def _fault(data: Any, path: str, topo: Topology, duration: float) -> FaultSpec:
     elif kind == "pfc_deadlock":
         check_keys(params, ppath, required={"cycle"}, optional=set())
         cycle = _cycle(params["cycle"], f"{ppath}.cycle", topo)
-        if target not in cycle:
+        if "," in target:
+            if set(target.split(",")) != set(cycle):
+                raise ConfigError(f"the target names links that are not the cycle {list(cycle)}",
+                                  f"{path}.target")
+        elif target not in cycle:
             raise ConfigError(f"the target must be one of the cycle's links {list(cycle)}",
                               f"{path}.target")
         checked = {"cycle": cycle}

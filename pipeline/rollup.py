@@ -125,11 +125,9 @@ def roll_ranges(buckets: Sequence[int], rollup: Rollup) -> list[tuple[int, int]]
     return out
 
 
-def span_ranges(lo_ns: int, hi_ns: int, rollup: Rollup) -> list[tuple[int, int]]:
-    """``[lo, hi)`` (bucket boundaries) cut into statements of at most
-    :data:`MAX_BUCKETS_PER_STATEMENT` buckets."""
-    step = MAX_BUCKETS_PER_STATEMENT.get(rollup.bucket_s, 1) * rollup.bucket_ns
-    return [(a, min(a + step, hi_ns)) for a in range(lo_ns, hi_ns, step)]
+def statement_span(rollup: Rollup) -> int:
+    """The most ns of buckets one statement rolls."""
+    return MAX_BUCKETS_PER_STATEMENT.get(rollup.bucket_s, 1) * rollup.bucket_ns
 
 
 # -- marks ------------------------------------------------------------------------------------
@@ -170,11 +168,20 @@ def marks_values(marks: Marks) -> str:
     return ", ".join(f"({int(b)}, {int(marks.event_ns)})" for b in marks.buckets)
 
 
+def marked_buckets_sql(database: str, width_ns: int, lo_ns: int, hi_ns: int, limit: int) -> str:
+    """The first ``limit`` buckets of ``width_ns`` in ``[lo_ns, hi_ns)`` that some insert marked
+    (the buckets that hold samples), in order."""
+    return (f"SELECT DISTINCT toInt64(intDiv(bucket_ns, {width_ns}) * {width_ns}) AS b "
+            f"FROM {database}.{ROLLUP_MARKS.name} WHERE bucket_ns >= {int(lo_ns)} "
+            f"AND bucket_ns < {int(hi_ns)} ORDER BY b LIMIT {int(limit)}")
+
+
 def marks_since_sql(database: str, scanned_s: int) -> str:
-    """Per marked bucket since ``scanned_s`` (server seconds, inclusive): its newest event time."""
-    return (f"SELECT bucket_ns, max(event_ns) AS event_ns FROM {database}.{ROLLUP_MARKS.name} "
-            f"WHERE at >= toDateTime({int(scanned_s)}, 'UTC') GROUP BY bucket_ns "
-            f"ORDER BY bucket_ns")
+    """Per marked bucket since ``scanned_s`` (server seconds, inclusive): ``bucket`` and its
+    newest ``event`` time."""
+    return (f"SELECT bucket_ns AS bucket, max(event_ns) AS event FROM "
+            f"{database}.{ROLLUP_MARKS.name} "
+            f"WHERE at >= toDateTime({int(scanned_s)}, 'UTC') GROUP BY bucket ORDER BY bucket")
 
 
 # -- watermarks -------------------------------------------------------------------------------
@@ -193,15 +200,15 @@ class State:
 
 
 def state_sql(database: str) -> str:
-    """Each rollup's state. Every field only grows, so the largest of each is the state whatever
-    rows a merge has not yet replaced."""
-    return (f"SELECT rollup, max(done_ns) AS done_ns, max(scanned) AS scanned, "
-            f"max(event_ns) AS event_ns FROM {database}.{ROLLUP_STATE.name} GROUP BY rollup")
+    """Each rollup's state (``name``, ``done``, ``scanned``, ``event``). Every field only grows,
+    so the largest of each is the state whatever rows a merge has not yet replaced."""
+    return (f"SELECT rollup_table AS name, max(done_ns) AS done, max(scanned) AS scanned_s, "
+            f"max(event_ns) AS event FROM {database}.{ROLLUP_STATE.name} GROUP BY rollup_table")
 
 
 def state_insert(database: str, states: dict[str, State]) -> str:
     """The statement that records states (one row per rollup)."""
     rows = ", ".join(f"('{name}', {int(s.done_ns)}, {int(s.scanned_s)}, {int(s.event_ns)})"
                      for name, s in sorted(states.items()))
-    return (f"INSERT INTO {database}.{ROLLUP_STATE.name} (rollup, done_ns, scanned, event_ns) "
-            f"VALUES {rows}")
+    return (f"INSERT INTO {database}.{ROLLUP_STATE.name} "
+            f"(rollup_table, done_ns, scanned, event_ns) VALUES {rows}")

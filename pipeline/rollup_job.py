@@ -32,12 +32,13 @@ from pipeline.errors import StoreError
 from pipeline.rollup import (
     State,
     floor_to,
+    marked_buckets_sql,
     marks_since_sql,
     roll_ranges,
     roll_sql,
-    span_ranges,
     state_insert,
     state_sql,
+    statement_span,
 )
 from pipeline.schema import Rollup
 from pipeline.store import Store, kept_rollups
@@ -118,7 +119,7 @@ class RollupJob:
     def states(self) -> dict[str, State]:
         cols = self.store.query(state_sql(self.store.database))
         return {str(name): State(int(done), int(scanned), int(event)) for name, done, scanned,
-                event in zip(cols["rollup"], cols["done_ns"], cols["scanned"], cols["event_ns"],
+                event in zip(cols["name"], cols["done"], cols["scanned_s"], cols["event"],
                              strict=True)}
 
     def _run(self, forced_event_ns: int | None) -> int:
@@ -130,9 +131,8 @@ class RollupJob:
         minute = self.rollups[0]
         before = states.get(minute.name, State())
         marks = store.query(marks_since_sql(db, before.scanned_s))
-        marked = [int(b) for b in marks["bucket_ns"]]
-        event = max([before.event_ns, forced_event_ns or 0,
-                     *(int(e) for e in marks["event_ns"])])
+        marked = [int(b) for b in marks["bucket"]]
+        event = max([before.event_ns, forced_event_ns or 0, *(int(e) for e in marks["event"])])
         if not before.done_ns and not marked:
             return 0  # no data yet
         width = minute.bucket_ns
@@ -170,14 +170,32 @@ class RollupJob:
             self.stats.statements += 1
             self.stats.rerolled[name] = self.stats.rerolled.get(name, 0) + (hi - lo) // width
             buckets += (hi - lo) // width
-        reached = done_ns
-        for lo, hi in span_ranges(done_ns, target_ns, rollup)[:MAX_STATEMENTS_PER_RUN]:
+        ranges, reached = self._forward(rollup, done_ns, target_ns)
+        for lo, hi in ranges:
             store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi))
             self.stats.statements += 1
             self.stats.rolled[name] = self.stats.rolled.get(name, 0) + (hi - lo) // width
             buckets += (hi - lo) // width
-            reached = hi
         return _Rolled(reached, buckets)
+
+    def _forward(self, rollup: Rollup, done_ns: int, target_ns: int,
+                 ) -> tuple[list[tuple[int, int]], int]:
+        """The ranges to roll from ``done_ns`` towards ``target_ns`` this run, and how far the
+        watermark gets with them. One statement's worth is rolled as it is; a longer backlog
+        (the job was away, a replay) only where inserts marked buckets, so stretches without
+        data cost nothing, and at most :data:`MAX_STATEMENTS_PER_RUN` statements a run."""
+        if target_ns <= done_ns:
+            return [], done_ns
+        span = statement_span(rollup)
+        if target_ns - done_ns <= span:
+            return [(done_ns, target_ns)], target_ns
+        limit = MAX_STATEMENTS_PER_RUN * (span // rollup.bucket_ns)
+        found = self.store.query(marked_buckets_sql(self.store.database, rollup.bucket_ns,
+                                                    done_ns, target_ns, limit))
+        marked = [int(b) for b in found["b"]]
+        ranges = roll_ranges(marked, rollup)[:MAX_STATEMENTS_PER_RUN]
+        complete = len(marked) < limit and len(ranges) == len(roll_ranges(marked, rollup))
+        return ranges, (target_ns if complete or not ranges else ranges[-1][1])
 
     # -- the schedule -------------------------------------------------------------------------
 

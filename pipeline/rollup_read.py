@@ -30,8 +30,8 @@ def watermarks(store: Store) -> dict[str, int]:
     """Each rollup's watermark (every bucket before it is rolled), by table name; a rollup never
     rolled is absent."""
     cols = store.query(state_sql(store.database))
-    return {str(name): int(done) for name, done in zip(cols.get("rollup", ()),
-                                                       cols.get("done_ns", ()), strict=True)}
+    return {str(name): int(done) for name, done in zip(cols.get("name", ()),
+                                                       cols.get("done", ()), strict=True)}
 
 
 def rollup_rows(store: Store, rollup: Rollup, where: Sequence[str] = (),

@@ -197,11 +197,11 @@ ROLLUP_MARKS = Table(
 #: ``scanned`` (server seconds) are accounted for, and the data's event time reached ``event_ns``
 ROLLUP_STATE = Table(
     "rollup_state",
-    (Column("rollup", "id"), Column("done_ns", "int64"), Column("scanned", "count"),
+    (Column("rollup_table", "id"), Column("done_ns", "int64"), Column("scanned", "count"),
      Column("event_ns", "int64")),
-    order_by=("rollup",),
+    order_by=("rollup_table",),
     time_column="",
-    shard_by="rollup",
+    shard_by="rollup_table",
     version="scanned",
     partition="none",
     expires=False,

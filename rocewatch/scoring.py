@@ -71,7 +71,9 @@ def names_target(alert: Mapping[str, Any], target: str) -> bool:
     entity = str(alert.get("entity", ""))
     if target == entity or target in alert.get("ports", ()):
         return True
-    return alert.get("kind") == PFC_DEADLOCK and target in entity.split(",")
+    # a deadlock's target is one link of its cycle, or the whole cycle comma-joined
+    return alert.get("kind") == PFC_DEADLOCK and bool(
+        set(target.split(",")) & set(entity.split(",")))
 
 
 def _during(alert: Mapping[str, Any], truth: Mapping[str, Any], interval: float,

@@ -167,3 +167,31 @@ def test_same_seed_same_run_and_seed_matters() -> None:
     a, b, c = run(5), run(5), run(6)
     assert np.array_equal(a, b)
     assert not np.array_equal(a, c)
+
+
+CYCLE = ["leaf1~spine1", "leaf2~spine1", "leaf2~spine2", "leaf1~spine2"]
+
+
+@pytest.mark.parametrize(("target", "params"), [
+    ("leaf2~spine1", {"cycle": CYCLE}),          # one link of the cycle
+    (CYCLE, {}),                                  # the format's "target: links"
+    (CYCLE[::-1], {"cycle": CYCLE}),              # the same cycle, either way round
+    (",".join(CYCLE), {"cycle": CYCLE}),          # the comma-joined form reports use
+])
+def test_a_deadlock_target_may_be_the_cycle_itself(target: Any, params: dict[str, Any]) -> None:
+    fault = {"kind": "pfc_deadlock", "target": target, "at_s": 5, "params": params}
+    sc = parse_scenario(scenario_dict(faults=[fault]))
+    assert set(sc.faults[0].params["cycle"]) == set(CYCLE)
+    want = target if isinstance(target, str) else ",".join(target)
+    assert sc.truth()[0]["target"] == want
+
+
+@pytest.mark.parametrize(("target", "params"), [
+    (CYCLE[:2], {}),                                        # not a closed cycle
+    (CYCLE, {"cycle": ["leaf1~spine1", "leaf3~spine1", "leaf3~spine2", "leaf1~spine2"]}),
+    ("leaf1~spine1,leaf2~spine1", {"cycle": CYCLE}),        # names part of the cycle only
+])
+def test_a_deadlock_target_must_agree_with_its_cycle(target: Any,
+                                                     params: dict[str, Any]) -> None:
+    fault = {"kind": "pfc_deadlock", "target": target, "at_s": 5, "params": params}
+    assert "faults[0].target" in _err(scenario_dict(faults=[fault]))

@@ -97,3 +97,12 @@ def test_action_entries_name_what_was_acted_on():
         {"action": "drain", "entity": "leaf3~spine2", "at_s": 60.0, "mode": "dry_run",
          "outcome": "done"},
     ]
+
+
+def test_a_deadlock_given_as_its_whole_cycle_matches_in_any_order():
+    cycle = "leaf1~spine1,leaf2~spine1,leaf2~spine2,leaf1~spine2"
+    found = "leaf2~spine2,leaf1~spine2,leaf1~spine1,leaf2~spine1"
+    assert score(report([truth("pfc_deadlock", cycle, 10, 20)],
+                        [entry("pfc_deadlock", found, 12)])).recall == 1.0
+    assert score(report([truth("pfc_deadlock", cycle, 10, 20)],
+                        [entry("pfc_deadlock", "leaf3~spine1,leaf3~spine2", 12)])).recall == 0.0
