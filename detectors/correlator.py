@@ -9,7 +9,10 @@ Each step it takes the symptoms active now and the topology, and
 3. emits one root-cause incident per finding (``root_cause=True``), with the fingerprints of the
    symptoms it explains, its evidence and a confidence; each explained symptom is re-emitted with
    ``root_cause=False`` and ``inhibited_by`` = the incident's fingerprint, so on-call is paged for
-   the cause, not for each of its echoes. Symptoms nothing explains are emitted as they are.
+   the cause, not for each of its echoes. Symptoms nothing explains are emitted as they are,
+   except that congestion nothing explains (ports pausing, paused or queueing while no incident
+   points at them) is benign load, not a fault: it is published at ``info`` severity so it stays
+   visible without turning a busy fabric yellow.
 
 A ``link_down`` that turns out to be one down episode of a flapping link is re-published, once, as
 a symptom of the flap (the flap explains it), instead of standing as a second root cause.
@@ -21,22 +24,27 @@ from detectors.classify import deadlock_findings, device_findings, host_findings
 from detectors.features import Frame
 from detectors.incident import Finding, to_alert
 from detectors.kinds import (
+    CONGESTED_SYMPTOMS,
     ECMP_IMBALANCE,
     LINK_DOWN,
     LINK_FLAP,
     PAUSE_WITHOUT_LOAD,
+    PFC_PAUSED,
+    PFC_PAUSING,
     UPLINK_IMBALANCE,
 )
 from detectors.links import link_findings
 from detectors.pause_graph import build
 from detectors.settings import CorrelatorSettings
-from pipeline.model import Alert
+from pipeline.model import Alert, Severity
 from pipeline.topology import Topology
 
 #: when two incidents explain the same symptom, the first kind here takes it
 _PRECEDENCE = ("pfc_deadlock", "pfc_storm", "link_down", "link_flap", "faulty_link",
                "buffer_misconfig", "incast", "slow_receiver", "ecmp_imbalance")
 _DEVICE_SYMPTOMS = frozenset({PAUSE_WITHOUT_LOAD, UPLINK_IMBALANCE})
+#: symptoms of load rather than of a fault: on their own (no incident explains them) they are info
+_BENIGN_ALONE = frozenset({PFC_PAUSED, PFC_PAUSING}) | CONGESTED_SYMPTOMS
 
 
 class Correlator:
@@ -106,8 +114,12 @@ class Correlator:
         if self.settings.publish_symptoms:
             for s in symptoms:
                 cause = owner.get(s.fingerprint)
-                out.append(s if cause is None else
-                           s.model_copy(update={"inhibited_by": cause.fingerprint}))
+                if cause is not None:
+                    out.append(s.model_copy(update={"inhibited_by": cause.fingerprint}))
+                elif s.name in _BENIGN_ALONE:
+                    out.append(s.model_copy(update={"severity": Severity.INFO}))
+                else:
+                    out.append(s)
         self._previous = {a.fingerprint: a for a in incidents}
         return out
 

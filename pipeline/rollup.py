@@ -177,11 +177,12 @@ def marked_buckets_sql(database: str, width_ns: int, lo_ns: int, hi_ns: int, lim
 
 
 def marks_since_sql(database: str, scanned_s: int) -> str:
-    """Per marked bucket since ``scanned_s`` (server seconds, inclusive): ``bucket`` and its
-    newest ``event`` time."""
-    return (f"SELECT bucket_ns AS bucket, max(event_ns) AS event FROM "
-            f"{database}.{ROLLUP_MARKS.name} "
-            f"WHERE at >= toDateTime({int(scanned_s)}, 'UTC') GROUP BY bucket ORDER BY bucket")
+    """The marks written since ``scanned_s`` (server seconds, inclusive), per bucket and second
+    written: ``bucket``, ``at`` (seconds), how many (``marks``) and the newest ``event``."""
+    return (f"SELECT bucket_ns AS bucket, toUInt64(at) AS at_s, count() AS marks, "
+            f"max(event_ns) AS event FROM {database}.{ROLLUP_MARKS.name} "
+            f"WHERE at >= toDateTime({int(scanned_s)}, 'UTC') GROUP BY bucket, at_s "
+            f"ORDER BY bucket, at_s")
 
 
 # -- watermarks -------------------------------------------------------------------------------
@@ -207,8 +208,10 @@ def state_sql(database: str) -> str:
 
 
 def state_insert(database: str, states: dict[str, State]) -> str:
-    """The statement that records states (one row per rollup)."""
-    rows = ", ".join(f"('{name}', {int(s.done_ns)}, {int(s.scanned_s)}, {int(s.event_ns)})"
-                     for name, s in sorted(states.items()))
+    """The statement that records states (one row per rollup). ``INSERT ... SELECT`` rather than
+    ``VALUES``: over the native protocol a ``VALUES`` insert sends its rows as data blocks."""
+    rows = " UNION ALL ".join(
+        f"SELECT '{name}', toInt64({int(s.done_ns)}), toUInt64({int(s.scanned_s)}), "
+        f"toInt64({int(s.event_ns)})" for name, s in sorted(states.items()))
     return (f"INSERT INTO {database}.{ROLLUP_STATE.name} "
-            f"(rollup_table, done_ns, scanned, event_ns) VALUES {rows}")
+            f"(rollup_table, done_ns, scanned, event_ns) {rows}")

@@ -86,6 +86,9 @@ class RollupJob:
         self.stats = RollupStats()
         self._lock = threading.Lock()
         self._scheduler: Any = None
+        #: marks read at or after the second the last recorded run started, by (bucket, second)
+        self._edge: dict[tuple[int, int], int] = {}
+        self._edge_s = -1
 
     @property
     def needed(self) -> bool:
@@ -131,7 +134,12 @@ class RollupJob:
         minute = self.rollups[0]
         before = states.get(minute.name, State())
         marks = store.query(marks_since_sql(db, before.scanned_s))
-        marked = [int(b) for b in marks["bucket"]]
+        counts = {(int(b), int(at)): int(n) for b, at, n in zip(marks["bucket"], marks["at_s"],
+                                                                marks["marks"], strict=True)}
+        # the marks of the seconds the last run read in part were accounted for then: only the
+        # ones written since count (the server's clock has whole seconds)
+        seen = self._edge if self._edge_s == before.scanned_s else {}
+        marked = sorted({b for (b, at), n in counts.items() if n > seen.get((b, at), 0)})
         event = max([before.event_ns, forced_event_ns or 0, *(int(e) for e in marks["event"])])
         if not before.done_ns and not marked:
             return 0  # no data yet
@@ -154,8 +162,10 @@ class RollupJob:
             new[rollup.name] = State(rolled.done_ns, now_s, event)
             parent_late, parent_done, parent_first = late, rolled.done_ns, done
             count += rolled.buckets
-        if marked or count:
+        if counts or count:
             store.execute(state_insert(db, new))
+            self._edge = {key: n for key, n in counts.items() if key[1] >= now_s}
+            self._edge_s = now_s
         self.stats.event_ns = event
         self.stats.done_ns = {name: s.done_ns for name, s in new.items()}
         return count

@@ -55,6 +55,8 @@ class Table:
     time_column: str
     #: what a cluster shards rows by: duplicates of a row must land on the same shard
     shard_by: str
+    #: rows with the same sort key collapse (ReplacingMergeTree); else every row stays
+    replacing: bool = True
     #: ReplacingMergeTree's version column: of rows with the same key, the largest wins
     #: ("": the last inserted)
     version: str = ""
@@ -187,9 +189,10 @@ ROLLUPS: tuple[Rollup, ...] = (ROLLUP_1M, ROLLUP_1H)
 ROLLUP_MARKS = Table(
     "rollup_marks",
     (Column("at", "inserted"), Column("bucket_ns", "int64"), Column("event_ns", "int64")),
-    order_by=("at", "bucket_ns", "event_ns"),
+    order_by=("at", "bucket_ns"),
     time_column="at",
     shard_by="bucket_ns",
+    replacing=False,  # the job counts them
     dedup_blocks=False,
 )
 
@@ -267,11 +270,12 @@ class Dialect:
         return [f"{col.name} {spelled}"]
 
     def _engine(self, table: Table, database: str, local: str, replicated: bool) -> str:
-        version = table.version
+        kind = "ReplacingMergeTree" if table.replacing else "MergeTree"
+        version = table.version if table.replacing else ""
         if replicated:
             args = f"'/clickhouse/tables/{{shard}}/{database}.{local}', '{{replica}}'"
-            return f"ReplicatedReplacingMergeTree({args}{', ' + version if version else ''})"
-        return f"ReplacingMergeTree({version})" if version else "ReplacingMergeTree"
+            return f"Replicated{kind}({args}{', ' + version if version else ''})"
+        return f"{kind}({version})" if version else kind
 
     def _table_settings(self, table: Table, replicated: bool) -> str:
         # Replicated tables deduplicate repeated blocks by themselves.

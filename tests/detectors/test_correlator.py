@@ -153,6 +153,17 @@ def test_misconfig_symptom_on_a_switch_with_a_blocked_egress_is_not_an_incident(
     assert roots == []
 
 
-def test_unexplained_symptoms_are_published_as_they_are():
-    roots, symptoms = correlate(TOPO, [sym("queue_buildup", "spine1:Ethernet1", util=0.95)])
-    assert roots == [] and symptoms[0].inhibited_by is None
+def test_unexplained_symptoms_are_published_and_congestion_alone_is_only_info():
+    roots, symptoms = correlate(TOPO, [sym("queue_buildup", "spine1:Ethernet1", util=0.95),
+                                       sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.1),
+                                       sym("anomaly", "leaf3:Ethernet3", score=0.9)])
+    assert roots == [] and all(s.inhibited_by is None for s in symptoms)
+    severity = {s.name: s.severity.value for s in symptoms}
+    # benign load stays visible without turning the fabric yellow; the rest keeps its weight
+    assert severity == {"queue_buildup": "info", "pfc_pausing": "info", "anomaly": "warning"}
+
+
+def test_congestion_an_incident_explains_keeps_its_severity():
+    _, symptoms = correlate(TOPO, storm_tree())
+    paused = [s for s in symptoms if s.name == "pfc_paused"]
+    assert paused and all(s.severity.value == "warning" and s.inhibited_by for s in paused)
