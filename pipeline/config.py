@@ -143,6 +143,17 @@ class DashboardSettings(Strict):
     refresh_s: float = Field(2.0, gt=0)
 
 
+def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` laid on ``base``, nested mappings key by key (defaults under values)."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping; errors name the file and line."""
     try:

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from pipeline.config import Strict, read_yaml, validate
+from pipeline.config import Strict, merge, read_yaml, validate
 from pipeline.errors import ConfigError
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
@@ -159,15 +159,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     return index, count
 
 
-def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
 
 def _relative(path: str, base: Path) -> str:
     return str(base / path) if path and not Path(path).is_absolute() else path
@@ -198,7 +189,7 @@ def parse_inventory(data: Mapping[str, Any], where: str = "targets",
     for i, raw in enumerate(raw_targets):
         if not isinstance(raw, Mapping):
             raise ConfigError("must be a mapping", f"{where}.targets[{i}]")
-        targets.append(_merge(defaults, raw))
+        targets.append(merge(defaults, raw))
     inventory = validate(Inventory, {**data, "targets": targets}, where)
     seen: set[str] = set()
     fixed = []

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.bus import Consumer, MemoryBus, Topics
-from pipeline.config import read_yaml
+from pipeline.config import merge, read_yaml
 from pipeline.errors import DecodeError, StoreError
 from pipeline.model import ActionResult, Alert, Severity, alerts_from_json
 from pipeline.topology import Topology
@@ -131,15 +131,6 @@ def build_report(name: str, sample_interval_s: float, topology: Topology,
     return report
 
 
-def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
 
 def process_chdb_dir() -> Path:
     """The chDB data directory of this process: chDB allows one per process, so every run of a
@@ -163,7 +154,7 @@ def platform_config(config_path: str | None, work: Path, agents_file: Path,
     data = read_yaml(config_path) if config_path else {}
     collectors = [{"type": proto, "name": f"lab-{proto}", "agents": str(agents_file)}
                   for proto in sorted(protocols)]
-    return _merge(data, {
+    return merge(data, {
         "topology": "",
         "bus": {"kind": "memory"},
         "store": {"kind": "chdb", "chdb_path": str(chdb_path or process_chdb_dir()),

@@ -17,7 +17,7 @@ from pipeline.model import Alert
 from remediation.alertview import alert_annotations, rfc3339
 from remediation.dispatch import ReceiverCaps
 from remediation.notification import Notification
-from remediation.receivers.base import HttpOptions, JsonPoster, where
+from remediation.receivers.base import HttpOptions, HttpReceiver, where
 from remediation.settings import Duration
 
 API_PATH = "/api/v2/alerts"
@@ -52,15 +52,14 @@ def postable(alert: Alert, at_ns: int, ends_after_s: float, generator_url: str =
     }
 
 
-class AlertmanagerReceiver:
+class AlertmanagerReceiver(HttpReceiver):
     name: ClassVar[str] = "alertmanager"
     Options: ClassVar[type[AlertmanagerOptions]] = AlertmanagerOptions
+    options: AlertmanagerOptions
 
     def __init__(self, instance: str, options: AlertmanagerOptions, **_: Any) -> None:
-        self.instance = instance
-        self.options = options
+        super().__init__(instance, options)
         self._url = options.url.rstrip("/") + API_PATH
-        self._http = JsonPoster(options)
 
     @property
     def caps(self) -> ReceiverCaps:
@@ -72,6 +71,3 @@ class AlertmanagerReceiver:
                 for a in notification.alerts]
         response = self._http.post(self._url, body)
         return f"{where(self._url)} {response.status_code}: {len(body)} alert(s)"
-
-    def close(self) -> None:
-        self._http.close()

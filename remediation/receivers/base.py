@@ -110,3 +110,20 @@ class JsonPoster:
 
     def close(self) -> None:
         self._client.close()
+
+
+class HttpReceiver:
+    """The shape the HTTP receivers share: an instance name, options, one JSON poster, and the
+    capabilities their options give. Subclasses declare ``name``/``Options`` and write ``send``."""
+
+    def __init__(self, instance: str, options: HttpOptions, **_: Any) -> None:
+        self.instance = instance
+        self.options = options
+        self._http = JsonPoster(options)
+
+    @property
+    def caps(self) -> ReceiverCaps:
+        return ReceiverCaps(send_resolved=self.options.send_resolved)
+
+    def close(self) -> None:
+        self._http.close()

@@ -14,9 +14,8 @@ from typing import Any, ClassVar
 from pydantic import Field, SecretStr, field_validator
 
 from remediation.alertview import alert_annotations, rfc3339
-from remediation.dispatch import ReceiverCaps
 from remediation.notification import Notification
-from remediation.receivers.base import DeliveryError, HttpOptions, JsonPoster
+from remediation.receivers.base import DeliveryError, HttpOptions, HttpReceiver
 
 SEVERITIES = {"critical": "critical", "warning": "warning", "info": "info"}
 
@@ -70,20 +69,15 @@ def event(n: Notification, routing_key: str, source: str, component: str,
     return body
 
 
-class PagerDutyReceiver:
+class PagerDutyReceiver(HttpReceiver):
     name: ClassVar[str] = "pagerduty"
     Options: ClassVar[type[PagerDutyOptions]] = PagerDutyOptions
+    options: PagerDutyOptions
 
     def __init__(self, instance: str, options: PagerDutyOptions, site: str = "",
                  **_: Any) -> None:
-        self.instance = instance
-        self.options = options
+        super().__init__(instance, options)
         self._source = options.source or site
-        self._http = JsonPoster(options)
-
-    @property
-    def caps(self) -> ReceiverCaps:
-        return ReceiverCaps(send_resolved=self.options.send_resolved)
 
     def send(self, notification: Notification) -> str:
         o = self.options
@@ -99,6 +93,3 @@ class PagerDutyReceiver:
                                 retryable=False, status=response.status_code)
         return (f"{body['event_action']} {body['dedup_key']}: {response.status_code} "
                 f"{answer.get('status', '')}").strip()
-
-    def close(self) -> None:
-        self._http.close()

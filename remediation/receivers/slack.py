@@ -12,9 +12,8 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from remediation.alertview import alert_annotations
-from remediation.dispatch import ReceiverCaps
 from remediation.notification import Notification
-from remediation.receivers.base import HttpOptions, JsonPoster
+from remediation.receivers.base import HttpOptions, HttpReceiver
 
 ICONS = {"firing": ":red_circle:", "resolved": ":large_green_circle:"}
 
@@ -49,18 +48,10 @@ def message(n: Notification, channel: str = "", username: str = "",
     return body
 
 
-class SlackReceiver:
+class SlackReceiver(HttpReceiver):
     name: ClassVar[str] = "slack"
     Options: ClassVar[type[SlackOptions]] = SlackOptions
-
-    def __init__(self, instance: str, options: SlackOptions, **_: Any) -> None:
-        self.instance = instance
-        self.options = options
-        self._http = JsonPoster(options)
-
-    @property
-    def caps(self) -> ReceiverCaps:
-        return ReceiverCaps(send_resolved=self.options.send_resolved)
+    options: SlackOptions
 
     def send(self, notification: Notification) -> str:
         o = self.options
@@ -68,5 +59,3 @@ class SlackReceiver:
                                                   o.max_alerts))
         return f"slack {response.status_code}"
 
-    def close(self) -> None:
-        self._http.close()

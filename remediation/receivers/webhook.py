@@ -16,9 +16,8 @@ from pydantic import Field
 
 from pipeline.model import Alert
 from remediation.alertview import alert_annotations, rfc3339, status
-from remediation.dispatch import ReceiverCaps
 from remediation.notification import Notification
-from remediation.receivers.base import HttpOptions, JsonPoster, where
+from remediation.receivers.base import HttpOptions, HttpReceiver, where
 
 #: how a notification's reason is spelled in ``notification_reason``
 REASONS = {"new_alerts": "new_alerts", "resolved": "resolved", "repeat": "repeat_interval",
@@ -70,18 +69,10 @@ def payload(n: Notification, max_alerts: int = 0, external_url: str = "",
     }
 
 
-class WebhookReceiver:
+class WebhookReceiver(HttpReceiver):
     name: ClassVar[str] = "webhook"
     Options: ClassVar[type[WebhookOptions]] = WebhookOptions
-
-    def __init__(self, instance: str, options: WebhookOptions, **_: Any) -> None:
-        self.instance = instance
-        self.options = options
-        self._http = JsonPoster(options)
-
-    @property
-    def caps(self) -> ReceiverCaps:
-        return ReceiverCaps(send_resolved=self.options.send_resolved)
+    options: WebhookOptions
 
     def send(self, notification: Notification) -> str:
         o = self.options
@@ -89,6 +80,4 @@ class WebhookReceiver:
         response = self._http.post(o.url, body)
         return f"{where(o.url)} {response.status_code}"
 
-    def close(self) -> None:
-        self._http.close()
 
