@@ -30,6 +30,7 @@ from pipeline.codec import decode_batch
 from pipeline.errors import BusError, DecodeError, StoreError
 from pipeline.model import ActionResult, Alert, SampleBatch, alerts_from_json
 from pipeline.publish import publish_batches
+from pipeline.rollup_clock import PartitionClock
 from pipeline.stage import StageContext
 from pipeline.store import Store
 
@@ -66,6 +67,8 @@ class _Pending:
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     #: the bus failed while gathering (what was gathered before is still to be stored)
     error: BusError | None = None
+    #: the event time every partition had reached once this was gathered (for the rollups)
+    event_ns: int | None = None
 
 
 def dead_letter(producer: Producer, topics: Topics, msg: Message, reason: str) -> None:
@@ -90,6 +93,7 @@ class Ingest:
         self.max_wait_s = max_wait_s
         self.stats = IngestStats()
         self._rows_per_message = 0  # rows per samples message seen so far (0: not known yet)
+        self.clock = PartitionClock()
         bus.ensure_topics(topics.all())
         self._consumer = bus.consumer([topics.samples, topics.alerts, topics.actions], group)
         self._producer = bus.producer()
@@ -100,6 +104,7 @@ class Ingest:
                 batch = decode_batch(msg.value)
                 into.samples.append(batch)
                 into.rows += len(batch)
+                self.clock.saw(msg.topic, msg.partition, batch.ts_ns)
             elif msg.topic == self.topics.alerts:
                 into.alerts.extend(alerts_from_json(msg.value))
             elif msg.topic == self.topics.actions:
@@ -144,13 +149,15 @@ class Ingest:
                 if msg.offset >= offsets.get(tp, 0):
                     offsets[tp] = msg.offset + 1
             pending.messages += len(msgs)
+        pending.event_ns = self.clock.watermark()
         return pending
 
     def flush(self, pending: _Pending) -> None:
         """Insert everything gathered; raises StoreError (offsets stay uncommitted)."""
         t0 = time.perf_counter()
         if pending.samples:
-            self.store.insert_samples(SampleBatch.concat(pending.samples))
+            self.store.insert_samples(SampleBatch.concat(pending.samples),
+                                      event_ns=pending.event_ns)
         if pending.alerts:
             self.store.insert_alerts(pending.alerts)
         if pending.actions:

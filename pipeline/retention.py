@@ -1,10 +1,12 @@
 """Retention on engines without TTL (ClickHouse 18.16): drop whole expired partitions.
 
 Raw tables are partitioned by day (``toYYYYMMDD``), the 1-minute rollup by day and the 1-hour
-rollup by month (``toYYYYMM``). A partition is dropped once its last day is older than the table's
-retention; the job reads the active partitions from ``system.parts`` and is safe to run from
-several processes at once (dropping a partition that is gone is a no-op). It runs at start and
-then every ``retention_check_s`` from an apscheduler background job; engines with TTL skip it.
+rollup by month (``toYYYYMM``); the rollup job's marks by day, kept as long as the raw samples
+(its state table is one partition that never expires). A partition is dropped once its last day
+is older than the table's retention; the job reads the active partitions from ``system.parts``
+and is safe to run from several processes at once (dropping a partition that is gone is a
+no-op). It runs at start and then every ``retention_check_s`` from an apscheduler background
+job; engines with TTL skip it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from pipeline.config import StoreSettings
 from pipeline.errors import StoreError
-from pipeline.schema import TABLES
+from pipeline.schema import ROLLUP_MARKS, TABLES
 from pipeline.store import Store, literal, rollup_retention
 
 log = logging.getLogger("rocewatch.retention")
@@ -37,7 +39,7 @@ def last_day(partition: str) -> date | None:
 
 def retention_days(settings: StoreSettings) -> dict[str, int]:
     """Days kept, by table name."""
-    days = {t.name: settings.retention_days for t in TABLES}
+    days = {t.name: settings.retention_days for t in (*TABLES, ROLLUP_MARKS)}
     days.update(rollup_retention(settings))
     return days
 

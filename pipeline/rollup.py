@@ -9,7 +9,8 @@ every roll is safe to repeat. Readers fold the rows a key still has twice until 
 one: :func:`dedup_select`.
 
 Every sample insert also writes *marks* (:func:`bucket_marks`): the minute buckets it touched and
-the newest event time it carried. The job (:mod:`pipeline.rollup_job`) reads them to learn how
+the event time its writer has reached (for ingest, the watermark over the partitions it reads:
+:mod:`pipeline.rollup_clock`). The job (:mod:`pipeline.rollup_job`) reads them to learn how
 far the data's event time has come and which already-rolled buckets got late samples; its
 progress is one row per rollup in ``rollup_state`` (:func:`state_sql`, :func:`state_insert`).
 """
@@ -139,13 +140,15 @@ class Marks:
 
     #: the minute buckets the insert touched (sorted bucket starts, ns)
     buckets: list[int]
-    #: the newest event time in the insert (ns)
+    #: the event time the writer's data has reached (ns)
     event_ns: int
 
 
-def bucket_marks(batch: SampleBatch, width_ns: int = ROLLUP_1M.bucket_ns) -> Marks | None:
-    """The marks of a batch (None for an empty one). A batch of a poll or two touches one or two
-    buckets, found from its first and last times; only a wider one is sorted out in full."""
+def bucket_marks(batch: SampleBatch, event_ns: int | None = None,
+                 width_ns: int = ROLLUP_1M.bucket_ns) -> Marks | None:
+    """The marks of a batch (None for an empty one), with ``event_ns`` as the event time reached
+    (default: the batch's newest sample). A batch of a poll or two touches one or two buckets,
+    found from its first and last times; only a wider one is sorted out in full."""
     if not len(batch):
         return None
     lo, hi = int(batch.ts_ns.min()), int(batch.ts_ns.max())
@@ -154,7 +157,7 @@ def bucket_marks(batch: SampleBatch, width_ns: int = ROLLUP_1M.bucket_ns) -> Mar
         codes = list(range(first, last + 1))
     else:
         codes = [int(c) for c in np.unique(batch.ts_ns // width_ns)]
-    return Marks([c * width_ns for c in codes], hi)
+    return Marks([c * width_ns for c in codes], hi if event_ns is None else event_ns)
 
 
 def marks_insert(dialect: Dialect, database: str) -> str:

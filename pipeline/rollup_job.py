@@ -2,8 +2,9 @@
 reach. It runs from an apscheduler job in the role that writes the store (ingest).
 
 Event time, not the wall clock, decides when a bucket is complete: once the data's event time
-(the newest sample any insert carried, from the marks the store writes) is ``lateness`` past the
-bucket's end. Each run
+is ``lateness`` past the bucket's end. The data's event time is the newest one the marks carry
+(the store writes marks with every sample insert; ingest's say how far every partition it reads
+has come: :mod:`pipeline.rollup_clock`). Each run
 
 1. reads the rollups' states and the marks written since the last run (server clock);
 2. re-rolls the minute buckets already rolled that new marks name (late samples), unless they are
@@ -131,37 +132,33 @@ class RollupJob:
         store, db = self.store, self.store.database
         states = self.states()
         now_s = int(store.query("SELECT toUInt64(now()) AS now")["now"][0])
-        minute = self.rollups[0]
-        before = states.get(minute.name, State())
-        marks = store.query(marks_since_sql(db, before.scanned_s))
-        counts = {(int(b), int(at)): int(n) for b, at, n in zip(marks["bucket"], marks["at_s"],
-                                                                marks["marks"], strict=True)}
+        root = self.rollups[0]
+        before = states.get(root.name, State())
+        counts, newest = self._marks_since(before.scanned_s)
         # the marks of the seconds the last run read in part were accounted for then: only the
         # ones written since count (the server's clock has whole seconds)
         seen = self._edge if self._edge_s == before.scanned_s else {}
         marked = sorted({b for (b, at), n in counts.items() if n > seen.get((b, at), 0)})
-        event = max([before.event_ns, forced_event_ns or 0, *(int(e) for e in marks["event"])])
+        event = max(before.event_ns, forced_event_ns or 0, newest)
         if not before.done_ns and not marked:
             return 0  # no data yet
-        width = minute.bucket_ns
-        horizon = event - self.max_late_ns
-        done = before.done_ns or max(min(marked), floor_to(horizon, width))
-        late = [b for b in marked if b < done and b + width > horizon]
-        self.stats.too_late += sum(1 for b in marked if b + width <= horizon)
-        rolled = self._roll(minute, late, done, max(done, floor_to(event - self.lateness_ns,
-                                                                    width)))
-        new = {minute.name: State(rolled.done_ns, now_s, event)}
-        parent_late, parent_done, parent_first = late, rolled.done_ns, done
-        count = rolled.buckets
-        for rollup in self.rollups[1:]:
-            was = states.get(rollup.name, State())
-            width = rollup.bucket_ns
-            done = was.done_ns or floor_to(parent_first, width)
-            late = sorted({floor_to(b, width) for b in parent_late if floor_to(b, width) < done})
-            rolled = self._roll(rollup, late, done, max(done, floor_to(parent_done, width)))
+        width = root.bucket_ns
+        done = before.done_ns or floor_to(min(marked), width)
+        late = self._late(marked, done, event, width)
+        target = max(done, floor_to(event - self.lateness_ns, width))
+        new: dict[str, State] = {}
+        count = reached = 0
+        for rollup in self.rollups:
+            if rollup is not root:  # from its parent: complete once the parent is rolled past
+                width = rollup.bucket_ns
+                parent_first = done
+                done = states.get(rollup.name, State()).done_ns or floor_to(parent_first, width)
+                late = sorted({floor_to(b, width) for b in late if floor_to(b, width) < done})
+                target = max(done, floor_to(reached, width))
+            rolled = self._roll(rollup, late, done, target)
             new[rollup.name] = State(rolled.done_ns, now_s, event)
-            parent_late, parent_done, parent_first = late, rolled.done_ns, done
             count += rolled.buckets
+            reached = rolled.done_ns
         if counts or count:
             store.execute(state_insert(db, new))
             self._edge = {key: n for key, n in counts.items() if key[1] >= now_s}
@@ -169,6 +166,27 @@ class RollupJob:
         self.stats.event_ns = event
         self.stats.done_ns = {name: s.done_ns for name, s in new.items()}
         return count
+
+    def _marks_since(self, scanned_s: int) -> tuple[dict[tuple[int, int], int], int]:
+        """Marks written since ``scanned_s``: how many per (bucket, second written), and the
+        newest event time they carry (0: none)."""
+        marks = self.store.query(marks_since_sql(self.store.database, scanned_s))
+        counts = {(int(b), int(at)): int(n) for b, at, n in zip(marks["bucket"], marks["at_s"],
+                                                                marks["marks"], strict=True)}
+        return counts, max((int(e) for e in marks["event"]), default=0)
+
+    def _late(self, marked: list[int], done_ns: int, event_ns: int, width_ns: int) -> list[int]:
+        """The marked buckets already rolled that are to be rolled again: all but those more
+        than ``max_late`` behind the event time (counted and left to the raw samples)."""
+        horizon = event_ns - self.max_late_ns
+        late = [b for b in marked if b < done_ns and b + width_ns > horizon]
+        too_late = sum(1 for b in marked if b < done_ns and b + width_ns <= horizon)
+        if too_late:
+            self.stats.too_late += too_late
+            log.warning("%d rolled minute bucket(s) got samples more than %.0fs (event time) "
+                        "late: they stay in the raw samples only", too_late,
+                        self.max_late_ns / NS)
+        return late
 
     def _roll(self, rollup: Rollup, late: list[int], done_ns: int, target_ns: int) -> _Rolled:
         """Re-roll the ``late`` buckets, then roll ``[done_ns, target_ns)`` (as much as one run

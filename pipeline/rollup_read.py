@@ -12,6 +12,9 @@ rolls a bucket.
 
 from __future__ import annotations
 
+import threading
+import time
+import weakref
 from collections.abc import Mapping, Sequence
 
 from pipeline.rollup import (
@@ -25,6 +28,13 @@ from pipeline.rollup import (
 from pipeline.schema import SERIES_KEY, Dialect, Rollup
 from pipeline.store import Store
 
+#: how long a reader reuses the watermarks it read (they only grow, and an older one gives the
+#: same answer, with more of it computed from the samples)
+WATERMARK_CACHE_S = 1.0
+_cache: weakref.WeakKeyDictionary[Store, tuple[float, dict[str, int]]] = \
+    weakref.WeakKeyDictionary()
+_cache_lock = threading.Lock()
+
 
 def watermarks(store: Store) -> dict[str, int]:
     """Each rollup's watermark (every bucket before it is rolled), by table name; a rollup never
@@ -32,6 +42,19 @@ def watermarks(store: Store) -> dict[str, int]:
     cols = store.query(state_sql(store.database))
     return {str(name): int(done) for name, done in zip(cols.get("name", ()),
                                                        cols.get("done", ()), strict=True)}
+
+
+def recent_watermarks(store: Store) -> dict[str, int]:
+    """:func:`watermarks`, as read at most :data:`WATERMARK_CACHE_S` ago."""
+    now = time.monotonic()
+    with _cache_lock:
+        hit = _cache.get(store)
+    if hit is not None and now - hit[0] < WATERMARK_CACHE_S:
+        return hit[1]
+    marks = watermarks(store)
+    with _cache_lock:
+        _cache[store] = (now, marks)
+    return marks
 
 
 def rollup_rows(store: Store, rollup: Rollup, where: Sequence[str] = (),
@@ -42,9 +65,10 @@ def rollup_rows(store: Store, rollup: Rollup, where: Sequence[str] = (),
 
     ``distinct=False`` lets a rolled bucket appear twice until the engine merges its copies,
     which saves grouping when the reader only takes minima, maxima or first/last by time.
-    ``done``: the watermarks, when the caller has read them already."""
+    ``done``: the watermarks, when the caller has read them already (default: as read within
+    the last :data:`WATERMARK_CACHE_S`)."""
     d, db = store.dialect, store.database
-    marks = watermarks(store) if done is None else done
+    marks = recent_watermarks(store) if done is None else done
     width = rollup.bucket_ns
     first = None if lo_ns is None else ceil_to(lo_ns, width)
     end = None if hi_ns is None else floor_to(hi_ns, width) + width

@@ -28,15 +28,21 @@ Columns = dict[str, NDArray[Any]]
 class Store(Protocol):
     dialect: Dialect
     database: str
+    settings: StoreSettings
 
     def migrate(self) -> None:
-        """Create the database, tables, rollups and their views if they are missing."""
+        """Create the database, tables and rollups if they are missing (and upgrade a store
+        whose rollups were materialised views: :mod:`pipeline.rollup_upgrade`)."""
 
     def ddl(self) -> list[str]:
         """The statements :meth:`migrate` runs."""
 
-    def insert_samples(self, batch: SampleBatch) -> int:
-        """Insert a batch; safe to repeat (duplicates collapse). Returns rows written."""
+    def insert_samples(self, batch: SampleBatch, event_ns: int | None = None) -> int:
+        """Insert a batch; safe to repeat (duplicates collapse). With rollups kept, then mark
+        the minute buckets it touched for the rollup job (:func:`pipeline.rollup.bucket_marks`)
+        with the event time the data has reached: ``event_ns`` when the writer knows it (the
+        ingest consumer's watermark over its partitions), else the batch's newest sample.
+        Returns rows written."""
 
     def insert_alerts(self, alerts: Sequence[Alert]) -> None: ...
 

@@ -3,7 +3,8 @@
 chDB allows one process per data directory and one directory per process, so this store is owned
 by the process that runs ingest and the API; everything else reads through the API. Inserts hand
 chDB an Arrow table whose string columns are dictionary arrays built straight from the batch's
-vocabularies (no per-row strings are made in Python).
+vocabularies (no per-row strings are made in Python), then mark the batch's minute buckets for
+the rollup job (:mod:`pipeline.rollup`).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class ChdbStore:
         result = self._run(sql, "ArrowTable")
         return {name: _to_numpy(result.column(name)) for name in result.column_names}
 
-    def insert_samples(self, batch: SampleBatch) -> int:
+    def insert_samples(self, batch: SampleBatch, event_ns: int | None = None) -> int:
         if not len(batch):
             return 0
         rw_samples = pa.table({
@@ -95,7 +96,7 @@ class ChdbStore:
         })
         # INSERT ... SELECT is deduplicated only under an explicit token: the batch's content hash
         self._insert_arrow("samples", rw_samples, token=batch_token(batch))
-        marks = bucket_marks(batch) if self.settings.rollups else None
+        marks = bucket_marks(batch, event_ns) if self.settings.rollups else None
         if marks is not None:  # after the samples: a mark stands for rows already stored
             self.execute(f"{marks_insert(self.dialect, self.database)} {marks_values(marks)}")
         return len(batch)

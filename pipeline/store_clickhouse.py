@@ -3,7 +3,8 @@
 The store asks the server its version, picks the :class:`~pipeline.schema.Dialect` it speaks and
 renders the one logical schema for it (cluster DDL when ``clickhouse.cluster`` is set). Inserts are
 columnar: numpy arrays straight from the batch (identifier columns are expanded from the batch's
-vocabularies with one numpy take each); query results come back as columns shaped like
+vocabularies with one numpy take each), followed by the batch's marks for the rollup job
+(:mod:`pipeline.rollup`); query results come back as columns shaped like
 :meth:`pipeline.store_chdb.ChdbStore.query`'s (integers and floats as numpy arrays, times as int64
 in their unit, strings and arrays as object arrays).
 
@@ -140,7 +141,7 @@ class ClickHouseStore:
             return {name: _empty(type_) for name, type_ in types}
         return {name: _column(col) for (name, _), col in zip(types, data, strict=True)}
 
-    def insert_samples(self, batch: SampleBatch) -> int:
+    def insert_samples(self, batch: SampleBatch, event_ns: int | None = None) -> int:
         n = len(batch)
         if not n:
             return 0
@@ -155,7 +156,7 @@ class ClickHouseStore:
             batch.qual, batch.value, batch.flags,
         ]
         self._insert(SAMPLES, columns)
-        marks = bucket_marks(batch) if self.settings.rollups else None
+        marks = bucket_marks(batch, event_ns) if self.settings.rollups else None
         if marks is not None:  # after the samples: a mark stands for rows already stored
             self._run(marks_insert(self.dialect, self.database),
                       [np.asarray(marks.buckets, np.int64),

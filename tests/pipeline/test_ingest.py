@@ -95,11 +95,11 @@ class FlakyStore:
         self.dialect = store.dialect
         self.database = store.database
 
-    def insert_samples(self, batch: SampleBatch) -> int:
+    def insert_samples(self, batch: SampleBatch, event_ns: int | None = None) -> int:
         if self.failures > 0:
             self.failures -= 1
             raise StoreError("connection refused (simulated outage)")
-        return self._store.insert_samples(batch)
+        return self._store.insert_samples(batch, event_ns)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -177,3 +177,76 @@ def test_publishing_keys_by_device_and_splits_what_is_too_big(
         ts = np.concatenate([decode_batch(m.value).ts_ns for m in mine])
         want = batch.ts_ns[np.asarray(batch.device_names()) == device]
         assert ts.tolist() == want.tolist()
+
+
+def test_the_ingest_role_rolls_up_what_it_stores(bus: MemoryBus, topics: Topics, store: Store,
+                                                 batch_factory: Any) -> None:
+    """The role runs the rollup job beside the loop: three minutes of event time in, the first
+    two minutes rolled (the third is still open), on every backend."""
+    from types import SimpleNamespace
+
+    from pipeline.ingest import run
+    from pipeline.rollup import floor_to
+    from pipeline.stage import StageContext
+
+    ns, minute = 1_000_000_000, 60_000_000_000
+    start = floor_to(time.time_ns() - 3600 * ns, minute)
+    batch = batch_factory(devices=2, ports=2, seconds=180, start_ns=start)
+    settings = store.settings.model_copy(
+        update={"rollup_every_s": 0.2, "rollup_lateness_s": 0})
+    ctx = StageContext(SimpleNamespace(store=settings), bus, topics, store=store)
+    publish_batches(bus.producer(), topics, per_device(batch))
+    stop = threading.Event()
+    role = threading.Thread(target=run, args=(ctx, stop), daemon=True)
+    role.start()
+
+    def rolled_to() -> int:
+        probe = ctx.health.get("rollup")
+        return int(probe()["done_ns"].get("samples_1m", 0)) if probe else 0
+
+    try:
+        assert wait_until(lambda: rolled_to() == start + 2 * minute, 30)
+    finally:
+        stop.set()
+        role.join(30)
+    assert ctx.health["ingest"]()["samples"] == len(batch)
+    rows = store.query(f"SELECT count() AS k, sum(n) AS samples FROM {store.database}.samples_1m "
+                       f"FINAL")
+    series = 2 * 2 * 2
+    assert int(rows["k"][0]) == 2 * series and int(rows["samples"][0]) == 2 * 60 * series
+
+
+def test_the_rollups_go_by_the_slowest_partition(bus: MemoryBus, topics: Topics,
+                                                 chdb_store: Store, batch_factory: Any) -> None:
+    """Marks carry the event time every partition has reached, not the newest sample: a device
+    far ahead of the others does not complete buckets the others are still filling."""
+    from pipeline.bus import partition_for
+    from pipeline.rollup import floor_to
+
+    ns, minute = 1_000_000_000, 60_000_000_000
+    start = floor_to(time.time_ns() - 3600 * ns, minute)
+    behind = batch_factory(devices=1, ports=1, seconds=60, start_ns=start)
+    ahead = batch_factory(devices=1, ports=1, seconds=60, start_ns=start + 3 * minute)
+    other = next(f"leaf{i}" for i in range(1, 50)  # a device on another partition
+                 if partition_for(f"leaf{i}".encode(), 4, 0) != partition_for(b"leaf0", 4, 0))
+    ahead = SampleBatch(ahead.ts_ns, ahead.device, ahead.port, ahead.metric, ahead.qual,
+                        ahead.value, ahead.flags, (other,), ahead.ports)
+    producer = bus.producer()
+    assert publish_batches(producer, topics, [behind]) == 1
+    assert publish_batches(producer, topics, [ahead]) == 1
+    ingest = Ingest(bus, chdb_store, topics, max_wait_s=0.2)
+    while ingest.step():
+        pass
+    ingest.close()
+    event = chdb_store.query(f"SELECT max(event_ns) AS e FROM {chdb_store.database}.rollup_marks")
+    assert int(event["e"][0]) == int(behind.ts_ns.max())
+    lone = Ingest(MemoryBus(partitions=1), chdb_store, Topics("u."), max_wait_s=0.2)
+    assert lone.clock.watermark() is None
+    lone.clock.saw("u.samples", 0, ahead.ts_ns)
+    lone.clock.saw("u.samples", 1, behind.ts_ns)
+    assert lone.clock.watermark() == int(behind.ts_ns.max())
+    lone.clock.max_skew_ns = minute  # no partition holds the rest back more than this
+    assert lone.clock.watermark() == int(ahead.ts_ns.max()) - minute
+    lone.clock.idle_s = 0.0  # nor one that went quiet
+    assert lone.clock.watermark() is None
+    lone.close()

@@ -13,6 +13,10 @@ from pipeline.schema import (
     LEGACY_STRING,
     MODERN,
     ROLLUP_AGGREGATES,
+    ROLLUP_MARKS,
+    ROLLUP_STATE,
+    ROLLUP_TABLES,
+    ROLLUP_VERSION,
     ROLLUPS,
     SAMPLES,
     SERIES_KEY,
@@ -20,6 +24,7 @@ from pipeline.schema import (
 )
 from pipeline.store import action_columns, alert_columns
 
+NS = 1_000_000_000
 #: model field → table column where the names differ
 RENAMED = {"ts_ns": "ts", "starts_at_ns": "starts", "updated_at_ns": "updated",
            "ends_at_ns": "ends", "at_ns": "at"}
@@ -100,15 +105,53 @@ def test_samples_are_keyed_by_series_and_event_time() -> None:
         assert f"ORDER BY (device, port, metric, qual, {dialect.stored('ts')})" in ddl
 
 
-def test_rollups_keep_only_duplicate_insensitive_aggregates() -> None:
-    safe = {"argMin", "argMax", "min", "max", "uniqExact", "groupBitOr", "any"}
-    assert {a.function for a in ROLLUP_AGGREGATES} <= safe
+def test_rollups_are_one_replaceable_row_per_series_and_bucket() -> None:
     for rollup in ROLLUPS:
+        table = rollup.table
+        assert table.order_by == (*SERIES_KEY, "bucket") and table.version == ROLLUP_VERSION
+        assert [c.name for c in table.columns] == ["bucket", *SERIES_KEY,
+                                                   *(a.name for a in ROLLUP_AGGREGATES)]
         for dialect in (MODERN, LEGACY):
-            view = dialect.create_rollup_view("db", rollup)
-            cascades = rollup.parent is not None and dialect.cascading_views
-            combinator = "MergeState" if cascades else "State"
-            for agg in rollup.aggregates:
-                assert re.search(rf"{agg.function}{combinator}\(.*\) AS {agg.name}\b", view)
-            assert f"* {rollup.bucket_ns}" in view
-            assert f"FROM db.{rollup.source(dialect)}\n" in view
+            ddl = dialect.create_table("db", table, 90)
+            assert f"ENGINE = ReplacingMergeTree({ROLLUP_VERSION})" in ddl
+            assert "AggregateFunction" not in ddl
+            assert f"ORDER BY (device, port, metric, qual, {dialect.stored('bucket')})" in ddl
+            part = "toYYYYMMDD" if rollup.partition == "day" else "toYYYYMM"
+            assert f"PARTITION BY {part}(bucket)" in ddl
+
+
+def test_every_aggregate_reads_and_folds_under_its_own_names() -> None:
+    """A rollup column is computed under its read name and folded from read names: no alias
+    may shadow a column the same SELECT aggregates (ClickHouse resolves aliases everywhere)."""
+    reads = {a.read for a in ROLLUP_AGGREGATES}
+    names = {a.name for a in ROLLUP_AGGREGATES}
+    assert len(reads) == len(ROLLUP_AGGREGATES) and not reads & names
+    for agg in ROLLUP_AGGREGATES:
+        folded = re.findall(r"\w+", agg.fold.split("(", 1)[1])
+        assert set(folded) <= reads, agg
+        assert not set(re.findall(r"\w+", agg.from_samples.split("(", 1)[1])) & reads, agg
+
+
+def test_the_rollup_bookkeeping_is_rendered_with_the_rollups() -> None:
+    with_rollups = "\n".join(MODERN.schema("db", 14, {"samples_1m": 90, "samples_1h": 730}))
+    for table in ROLLUP_TABLES:
+        assert f"CREATE TABLE IF NOT EXISTS db.{table.name} (" in with_rollups
+    assert "VIEW" not in with_rollups
+    without = "\n".join(MODERN.schema("db", 14, {}, rollups=()))
+    assert not any(t.name in without for t in (*ROLLUP_TABLES, *(r.table for r in ROLLUPS)))
+    state = LEGACY.create_table("db", ROLLUP_STATE, 14)
+    assert "PARTITION BY tuple()" in state and "ReplacingMergeTree(scanned)" in state
+    marks = MODERN.create_table("db", ROLLUP_MARKS, 14)
+    assert "ENGINE = MergeTree\n" in marks and "DEFAULT now()" in marks
+    assert "deduplication" not in marks  # the job counts marks: none may be dropped
+    assert MODERN.insert_columns(ROLLUP_MARKS) == ["bucket_ns", "event_ns"]
+
+
+def test_time_ranges_let_legacy_servers_skip_parts() -> None:
+    lo, hi = 1_700_000_000 * NS + 5, 1_700_000_060 * NS
+    assert LEGACY.time_range("ts", lo, hi) == [
+        f"ts_ns >= toInt64({lo})", "ts >= toDateTime(1700000000, 'UTC')",
+        f"ts_ns < toInt64({hi})", "ts <= toDateTime(1700000059, 'UTC')"]
+    assert MODERN.time_range("ts", lo, None) == [
+        f"ts >= fromUnixTimestamp64Nano(toInt64({lo}), 'UTC')"]
+    assert LEGACY.time_range("ts", 0, None) == ["ts_ns >= toInt64(0)"]

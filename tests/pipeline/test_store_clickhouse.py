@@ -14,7 +14,9 @@ from pipeline.config import ClickHouseSettings, StoreSettings
 from pipeline.errors import StoreError
 from pipeline.model import SampleBatch
 from pipeline.retention import drop_expired, expired_partitions, last_day
-from pipeline.schema import LEGACY, SAMPLES, TABLES, Dialect
+from pipeline.rollup import floor_to, roll_sql
+from pipeline.rollup_job import RollupJob
+from pipeline.schema import LEGACY, ROLLUP_1M, SAMPLES, TABLES, Dialect
 from pipeline.store import open_store
 from pipeline.store_clickhouse import ClickHouseStore, parse_version
 
@@ -102,9 +104,13 @@ def test_retention_drops_only_expired_partitions(clickhouse_store: Any,
     new = batch_factory(devices=1, ports=1, seconds=30)
     store.insert_samples(old)
     store.insert_samples(new)
+    # the rollup job rolls the old day too (it may be late by up to the raw retention)
+    RollupJob(store, store.settings.model_copy(update={"rollup_max_late_s": 30 * 86400})) \
+        .run_once(event_ns=int(new.ts_ns.max()) + 3600 * NS)
     expired = expired_partitions(store, store.settings, today)
     assert ("samples", old_day.strftime("%Y%m%d")) in expired
     assert ("samples_1m", old_day.strftime("%Y%m%d")) not in expired  # kept 90 days
+    assert ("rollup_marks", old_day.strftime("%Y%m%d")) not in expired  # written today
     assert all(t != "samples" or p != today.strftime("%Y%m%d") for t, p in expired)
     if store.dialect.ttl:
         pytest.skip("the server has TTL: the retention job does not run there")
@@ -112,15 +118,15 @@ def test_retention_drops_only_expired_partitions(clickhouse_store: Any,
     left = store.query(f"SELECT count() AS n, min(ts_ns) AS lo FROM {store.database}.samples")
     assert int(left["n"][0]) == len(new)
     assert int(left["lo"][0]) == int(new.ts_ns.min())
-    rollup = store.query(f"SELECT count() AS n FROM {store.database}.samples_1m "
+    rollup = store.query(f"SELECT sum(n) AS n FROM {store.database}.samples_1m FINAL "
                          f"WHERE bucket_ns < {int(new.ts_ns.min()) - 86400 * NS}")
-    assert int(rollup["n"][0]) > 0, "the rollup of the old day must outlive the raw samples"
+    assert int(rollup["n"][0]) == len(old), "the rollup of the old day must outlive the samples"
 
 
 def test_distributed_tables_over_a_cluster(clickhouse_store: Any, batch: SampleBatch,
                                           request: pytest.FixtureRequest) -> None:
     """The cluster rendering, minus replication (this server has no ZooKeeper): local shards, a
-    Distributed table per table sharded by identity, the views on the shards."""
+    Distributed table per table sharded by identity, rollups rolled through them."""
     store = clickhouse_store
     db, d = store.database + "_cluster", store.dialect
     statements = d.schema(db, 14, {"samples_1m": 90, "samples_1h": 730},
@@ -134,11 +140,12 @@ def test_distributed_tables_over_a_cluster(clickhouse_store: Any, batch: SampleB
                [batch.ts_ns, batch.device_names(), batch.port_names(), batch.metric_names(),
                 batch.qual, batch.value, batch.flags],
                columnar=True, settings={"insert_distributed_sync": 1})
+    lo = floor_to(int(batch.ts_ns.min()), ROLLUP_1M.bucket_ns)
+    hi = floor_to(int(batch.ts_ns.max()), ROLLUP_1M.bucket_ns) + ROLLUP_1M.bucket_ns
+    store.execute(roll_sql(d, db, ROLLUP_1M, lo, hi))
     local = store.query(f"SELECT count() AS n FROM {db}.samples_local FINAL")
     through = store.query(f"SELECT count() AS n FROM {db}.samples")
-    rollup = store.query(f"SELECT sum(k) AS n FROM (SELECT uniqExactMerge(n) AS k FROM "
-                         f"{db}.samples_1m GROUP BY device, port, metric, qual, "
-                         f"{d.stored('bucket')})")
+    rollup = store.query(f"SELECT sum(n) AS n FROM {db}.samples_1m_local FINAL")
     assert int(local["n"][0]) == int(through["n"][0]) == int(rollup["n"][0]) == len(batch)
 
 
@@ -152,9 +159,11 @@ def test_cluster_ddl_is_replicated_and_on_cluster() -> None:
                 f"cityHash64({table.shard_by}))") in text
     assert "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/rw.samples_local', " \
            "'{replica}')" in text
-    assert "ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/rw.samples_1m_local'" \
-           in text
-    assert "TO rw.samples_1m_local AS" in text and "FROM rw.samples_local" in text
+    assert "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/rw.samples_1m_local', " \
+           "'{replica}', n)" in text
+    assert "ReplicatedMergeTree('/clickhouse/tables/{shard}/rw.rollup_marks_local', " \
+           "'{replica}')" in text
+    assert "VIEW" not in text
     assert np.all([s.count("ON CLUSTER fabric") == 1 for s in statements])
 
 

@@ -13,8 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pipeline import rollup_read
 from pipeline.model import ActionResult, Alert, SampleBatch, Severity
-from pipeline.schema import ROLLUP_1H, ROLLUP_1M, ROLLUPS, Rollup
+from pipeline.rollup import dedup_select
+from pipeline.rollup_job import RollupJob
+from pipeline.schema import ROLLUP_1H, ROLLUP_1M, ROLLUP_TABLES, ROLLUPS, Rollup
 from pipeline.store import Store, literal
 
 NS = 1_000_000_000
@@ -34,24 +37,28 @@ def rows_sql(store: Store, lo_ns: int, hi_ns: int) -> str:
             f"ORDER BY device, port, metric, qual, t")
 
 
-def rollup_sql(store: Store, rollup: Rollup) -> str:
-    d = store.dialect
-    return (f"SELECT device, port, metric, qual, {d.time_ns('bucket')} AS b, "
-            f"argMinMerge(v_first) AS v0, argMaxMerge(v_last) AS v1, minMerge(v_min) AS vmin, "
-            f"maxMerge(v_max) AS vmax, minMerge(t_first) AS t0, maxMerge(t_last) AS t1, "
-            f"uniqExactMerge(n) AS n, groupBitOrMerge(flags_or) AS fl "
-            f"FROM {store.database}.{rollup.name} "
-            f"GROUP BY device, port, metric, qual, b ORDER BY device, port, metric, qual, b")
+def rollup_sql(store: Store, rollup: Rollup, rows: str | None = None) -> str:
+    """A rollup's rows as readers see them (``rows``: another relation of the same shape)."""
+    return (f"SELECT device, port, metric, qual, rb AS b, v0, v1, vmin, vmax, t0, t1, cnt AS n, "
+            f"fl FROM {rows or rollup_read.rollup_rows(store, rollup)} "
+            f"ORDER BY device, port, metric, qual, b")
 
 
-def rollup_rows(store: Store, rollup: Rollup) -> dict[tuple[Any, ...], tuple[Any, ...]]:
-    c = store.query(rollup_sql(store, rollup))
+def rollup_rows(store: Store, rollup: Rollup,
+                rows: str | None = None) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    c = store.query(rollup_sql(store, rollup, rows))
     keys = zip(c["device"], c["port"], c["metric"], c["qual"].tolist(), c["b"].tolist(),
                strict=True)
     values = zip(c["v0"].tolist(), c["v1"].tolist(), c["vmin"].tolist(), c["vmax"].tolist(),
                  c["t0"].tolist(), c["t1"].tolist(), c["n"].tolist(), c["fl"].tolist(),
                  strict=True)
     return dict(zip(keys, values, strict=True))
+
+
+def rolled_rows(store: Store, rollup: Rollup) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    """What the rollup table itself holds (one row per key, as merges keep)."""
+    table = f"({dedup_select(store.dialect, store.database, rollup, None, None)})"
+    return rollup_rows(store, rollup, table)
 
 
 def test_samples_round_trip_in_columns(store: Store, batch: SampleBatch) -> None:
@@ -101,7 +108,13 @@ def test_rollups_hold_first_last_min_max_and_counts(store: Store, batch: SampleB
                                                     rollup_expectation: Any) -> None:
     store.insert_samples(batch)
     store.insert_samples(batch.take(np.arange(0, len(batch), 3)))  # a partial redelivery
-    assert rollup_rows(store, rollup) == rollup_expectation(batch, rollup.bucket_ns)
+    want = rollup_expectation(batch, rollup.bucket_ns)
+    assert rollup_rows(store, rollup) == want  # nothing rolled yet: read from the samples
+    assert rolled_rows(store, rollup) == {}
+    end = int(batch.ts_ns.max()) + 2 * 3600 * NS
+    RollupJob(store, store.settings).run_once(event_ns=end)
+    assert rolled_rows(store, rollup) == want
+    assert rollup_rows(store, rollup) == want
 
 
 def test_latest_values_per_series(store: Store, batch: SampleBatch) -> None:
@@ -185,8 +198,8 @@ def test_the_schema_is_applied_again_without_harm(store: Store, batch: SampleBat
     tables = store.query(f"SELECT name FROM system.tables WHERE database = "
                          f"{literal(store.database)} ORDER BY name")
     names = set(tables["name"])
-    assert {"samples", "alerts", "actions", ROLLUP_1M.name, ROLLUP_1H.name,
-            ROLLUP_1M.view, ROLLUP_1H.view} <= names
+    assert names == {"samples", "alerts", "actions", ROLLUP_1M.name, ROLLUP_1H.name,
+                     *(t.name for t in ROLLUP_TABLES)}
 
 
 def test_both_backends_answer_alike(chdb_store: Store, clickhouse_store: Store,
@@ -194,6 +207,9 @@ def test_both_backends_answer_alike(chdb_store: Store, clickhouse_store: Store,
     for store in (chdb_store, clickhouse_store):
         store.insert_samples(batch)
         store.insert_samples(batch)
+        # the same half of the minutes rolled on both
+        RollupJob(store, store.settings).run_once(
+            event_ns=int(batch.ts_ns.min()) + 90 * NS)
     lo, hi = int(batch.ts_ns.min()), int(batch.ts_ns.max()) + 1
     def rows(store: Store) -> str:
         return rows_sql(store, lo, hi)
@@ -201,7 +217,11 @@ def test_both_backends_answer_alike(chdb_store: Store, clickhouse_store: Store,
     def minutes(store: Store) -> str:
         return rollup_sql(store, ROLLUP_1M)
 
-    for build in (rows, minutes):
+    def rolled(store: Store) -> str:
+        table = f"({dedup_select(store.dialect, store.database, ROLLUP_1M, None, None)})"
+        return rollup_sql(store, ROLLUP_1M, table)
+
+    for build in (rows, minutes, rolled):
         a, b = chdb_store.query(build(chdb_store)), clickhouse_store.query(build(clickhouse_store))
         assert list(a) == list(b)
         for name in a:

@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.errors import QueryError
 from pipeline.model import FLAG_COUNTER32, FLAG_RESET
+from pipeline.rollup_job import RollupJob
 from tests.ui.ui_fabric import NS, batch, now_s
 from ui.query import Query
 
@@ -131,6 +132,7 @@ def test_rollups_agree_with_raw_samples(store: Any) -> None:
         counter_rows(ts, counter),
         ("leaf1", "Ethernet1", "queue_watermark_bytes", 2, ts, gauge, 0),
     ]))
+    RollupJob(store, store.settings).run_once()  # the complete minutes and hours are rolled
     q = Query(store)
     end = t0 + (n - 1) * NS
     assert {r.name for r in q.rollups()} == {"samples_1m", "samples_1h"}

@@ -17,6 +17,7 @@ import numpy as np
 
 from pipeline.metrics import METRIC_ID
 from pipeline.model import ActionResult, Alert, SampleBatch, Severity
+from pipeline.rollup_job import RollupJob
 from pipeline.store import Store
 from pipeline.topology import Topology, spine_leaf
 
@@ -96,6 +97,7 @@ def write_fabric(store: Store, end_ns: int | None = None, duration_s: int = 300,
                  after * 500 if (device, port.name) in bad else np.zeros(len(ts)), 0),
             ]
     store.insert_samples(batch(rows))
+    RollupJob(store, store.settings).run_once()
 
     incident = Alert(
         name="faulty_link", entity=FAULTY_LINK, severity=Severity.CRITICAL,
