@@ -23,7 +23,7 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
-from ui.client import ApiClient, configured_url
+from ui.client import ApiClient, configured_token, configured_url
 from ui.timefmt import age, date_time
 
 api_option = click.option("--api", "api_url", metavar="URL", help="The rocewatch API's URL.")
@@ -31,7 +31,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the AP
 
 
 def _client(api_url: str | None) -> ApiClient:
-    return ApiClient(api_url or configured_url()[0])
+    return ApiClient(api_url or configured_url()[0], token=configured_token())
 
 
 def _start(since: str | None, start: str | None) -> str | None:

@@ -9,12 +9,13 @@ publisher) and answered with 202: remediation applies them and records an audit 
 
 from __future__ import annotations
 
+import hmac
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Request
+from fastapi import Body, FastAPI, Header, Request
 from fastapi import Query as Param
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -70,9 +71,9 @@ def _error(status: int, message: str) -> JSONResponse:
 
 def create_app(query: Query, probes: Probes | None = None,
                publisher: CommandPublisher | None = None,
-               stats: ApiStats | None = None) -> FastAPI:
+               stats: ApiStats | None = None, command_token: str = "") -> FastAPI:
     """The API over ``query``; ``probes`` reports the platform's loops for ``/healthz``;
-    ``publisher`` enables ``POST /v1/commands``."""
+    ``publisher`` enables ``POST /v1/commands``, which ``command_token`` (when set) guards."""
     app = FastAPI(
         title="rocewatch API",
         version="1",
@@ -247,10 +248,16 @@ def create_app(query: Query, probes: Probes | None = None,
 
         @app.post("/v1/commands", status_code=202, tags=["commands"],
                   responses={400: {"description": "the target is not a fabric name"}})
-        def command(body: Annotated[Command, Body()]) -> dict[str, Any]:
+        def command(body: Annotated[Command, Body()],
+                    authorization: Annotated[str, Header()] = "") -> Any:
             """Approve or reject a runbook awaiting approval, record a repair, add or expire a
             silence, or resume automation. Accepted commands are applied by remediation, which
-            records the outcome as an action (`GET /v1/actions?action=command`)."""
+            records the outcome as an action (`GET /v1/actions?action=command`). When the API
+            has a command token, send it as `Authorization: Bearer <token>`."""
+            if command_token and not hmac.compare_digest(
+                    authorization.encode(), f"Bearer {command_token}".encode()):
+                return _error(401, "commands need Authorization: Bearer <the API's command "
+                                   "token> (api.command_token)")
             sent = commands.publish(body)
             api_stats.commands += 1
             return {"accepted": True, "id": sent.id, "kind": sent.kind, "topic": commands.topic}

@@ -51,11 +51,22 @@ def configured_url() -> tuple[str, float]:
     return DEFAULT_URL, dash.refresh_s
 
 
+def configured_token() -> str:
+    """The API's command token, where this process was given one
+    (``ROCEWATCH_API__COMMAND_TOKEN``, or ``api.command_token`` in ``ROCEWATCH_CONFIG``)."""
+    path = os.environ.get("ROCEWATCH_CONFIG", "")
+    data = apply_env(read_yaml(path) if path else {})
+    api = validate(ApiSettings, data.get("api") or {}, "api")
+    return api.command_token.get_secret_value()
+
+
 class ApiClient:
     def __init__(self, base_url: str = DEFAULT_URL, timeout_s: float = 10.0,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, token: str = "") -> None:
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport,
+                                  headers=headers)
 
     def close(self) -> None:
         self._http.close()

@@ -19,7 +19,7 @@ import streamlit as st
 
 from pipeline.errors import ConfigError, QueryError, StoreError
 from ui import dash_actions, dash_fabric, dash_incidents, dash_port
-from ui.client import ApiClient, configured_url
+from ui.client import ApiClient, configured_token, configured_url
 from ui.dash_style import dot
 from ui.timefmt import clock_time, date_time
 from ui.views import FabricStatus, TopologyView
@@ -39,7 +39,7 @@ def settings() -> tuple[str, float]:
 
 @st.cache_resource
 def _client(url: str) -> ApiClient:
-    return ApiClient(url, timeout_s=15.0)
+    return ApiClient(url, timeout_s=15.0, token=configured_token())
 
 
 @st.cache_data(ttl=30, show_spinner=False)

@@ -118,7 +118,8 @@ def run(ctx: StageContext, stop: threading.Event) -> None:
     query = Query(ctx.store, lambda: ctx.topology, Limits(max_points=settings.max_points))
     publisher = CommandPublisher(ctx.bus, ctx.topics)
     stats = ApiStats()
-    app = create_app(query, probes=lambda: _probes(ctx), publisher=publisher, stats=stats)
+    app = create_app(query, probes=lambda: _probes(ctx), publisher=publisher, stats=stats,
+                     command_token=settings.command_token.get_secret_value())
     sock = bind(settings.host, settings.port)
     url = url_of(sock)
     ctx.health["api"] = lambda: {"url": url, **stats.as_dict()}

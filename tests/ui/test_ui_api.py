@@ -200,3 +200,22 @@ def test_without_a_bus_there_are_no_commands(fabric_store: FabricStore) -> None:
     with TestClient(create_app(fabric_query(fabric_store))) as c:
         assert c.post("/v1/commands", json={"kind": "resume", "by": "x"}).status_code in (404,
                                                                                          405)
+
+
+def test_a_command_token_guards_the_write_path(fabric_store: FabricStore, bus: MemoryBus) -> None:
+    from ui.client import ApiClient
+
+    app = create_app(fabric_query(fabric_store), publisher=CommandPublisher(bus, Topics()),
+                     command_token="s3cret")
+    consumer = bus.consumer([Topics().commands], "test")
+    body = {"kind": "resume", "by": "alice"}
+    with TestClient(app) as c:
+        assert c.post("/v1/commands", json=body).status_code == 401
+        wrong = c.post("/v1/commands", json=body, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and "command token" in wrong.json()["error"]
+        assert not consumer.poll(0.2)  # nothing refused was published
+        assert c.get("/v1/alerts").status_code == 200  # reads stay open
+        client = ApiClient("http://testserver", transport=c._transport, token="s3cret")
+        assert client.command(body)["accepted"] is True
+    [msg] = consumer.poll(1.0)
+    assert decode_command(msg.value).kind == "resume"
