@@ -3,7 +3,8 @@
 ``run`` writes one run report (``--report``); ``suite`` runs every scenario of a folder, keeps each
 report, and prints the table the bar is judged on (precision and recall over root-cause incidents,
 entity accuracy, time to detect in sample intervals per fault kind, false positives on control
-runs); ``score`` re-scores reports already written.
+runs); ``score`` re-scores reports already written; ``generate`` writes random scenarios to
+backtest on.
 """
 
 from __future__ import annotations
@@ -82,6 +83,18 @@ def suite(folder: str, speed: float, config_path: str | None, out_dir: str,
         click.echo(f"{_one_line(report, score(report))}  [{time.monotonic() - t0:.0f}s]",
                    err=True)
     click.echo(table(reports))
+
+
+@scenario.command("generate")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--count", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True)
+def generate(folder: str, count: int, seed: int) -> None:
+    """Write COUNT random scenarios to FOLDER (a backtest no detector was tuned on)."""
+    from rocewatch.scenario_gen import write
+
+    for path in write(Path(folder), seed, count):
+        click.echo(path)
 
 
 @scenario.command("score")
