@@ -71,7 +71,7 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
             out.append(Finding(SLOW_RECEIVER, host.name, (label,), [a], Severity.WARNING,
                                0.5 + 0.5 * duty, dict(a.evidence), tree,
                                f"{host.name} drains below line rate and pauses {label}"))
-        elif OVERSUBSCRIBED in by_name:
+        elif OVERSUBSCRIBED in by_name and _saturated(by_name[OVERSUBSCRIBED]):
             a = by_name[OVERSUBSCRIBED]
             senders = shares.get(label, [])
             effective = sum(share for share, _ in senders)
@@ -90,6 +90,8 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
 #: senders held to less than half their line rate: demand at least twice the capacity
 INCAST_THROTTLE = 0.5
 INCAST_MIN_SENDERS = 2
+#: an oversubscribed egress below this utilisation has stopped being fed
+SATURATED_UTIL = 0.5
 
 
 def sender_shares(graph: PauseGraph, topology: Topology) -> dict[str, list[tuple[float, float]]]:
@@ -98,16 +100,20 @@ def sender_shares(graph: PauseGraph, topology: Topology) -> dict[str, list[tuple
     1/k toward each: an incast is many senders converging on *one* receiver, while benign
     oversubscription spreads each sender's traffic, and its back-pressure, over several."""
     roots = {str(h.port) for h in topology.hosts
-             if any(a.name == OVERSUBSCRIBED for a in graph.symptoms.get(str(h.port), ()))}
+             if any(_saturated(a) for a in graph.symptoms.get(str(h.port), ()))}
     out: dict[str, list[tuple[float, float]]] = {}
     if not roots:
         return out
+    stalled = {p for cycle in _cycles(graph) for p in cycle}
     for host in topology.hosts:
         pausing = [a for a in graph.symptoms.get(str(host.port), []) if a.name == PFC_PAUSING]
         throttle = max((a.evidence.get("throttle", 0.0) for a in pausing), default=0.0)
         if throttle < INCAST_THROTTLE:
             continue
-        reached = graph.descendants(host_node(host.name)) & roots
+        below = graph.descendants(host_node(host.name))
+        if below & stalled:
+            continue  # held back by a deadlock: its throttle says nothing about the receiver
+        reached = below & roots
         for root in reached:
             out.setdefault(root, []).append((1.0 / len(reached), throttle))
     return out
@@ -121,7 +127,8 @@ def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
         device = alert.entity
         ports = [str(p) for p in topology.ports(device)]
         if alert.name == PAUSE_WITHOUT_LOAD:
-            if any(graph.is_blocked(p) for p in ports):
+            shallow = alert.evidence.get("pfc_before_ecn", 0.0) > 0
+            if not shallow and any(graph.is_blocked(p) for p in ports):
                 continue  # its pauses pass on congestion seen on its own egress
             tree = _ports(graph.ancestors([device_node(device), *ports]), topology)
             tree |= set(ports) | {device}
@@ -144,14 +151,12 @@ def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
 
 def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
     """Cycles of the wait-for graph among ports that are all persistently stuck."""
-    held = {port: next(a for a in alerts if a.name == PFC_HOLD)
-            for port, alerts in graph.symptoms.items() if any(a.name == PFC_HOLD for a in alerts)}
-    sub = {n: {t for t in graph.edges.get(n, ()) if t in held} for n in held}
+    held = _held(graph)
     out = []
-    for cycle in strongly_connected(sub):
+    for cycle in _cycles(graph):
         ports = sorted(cycle)
         links = sorted({topology.entity_of(Port.parse(p)) for p in ports})
-        if len(ports) < 2 or len(links) < 2:
+        if len(links) < 2:
             continue
         tree = _ports(graph.ancestors(cycle), topology) | set(ports)
         out.append(Finding(PFC_DEADLOCK, ",".join(links), tuple(ports),
@@ -159,6 +164,25 @@ def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
                            {"ports": float(len(ports)), "links": float(len(links))}, tree,
                            "a cyclic buffer dependency through " + ", ".join(links)))
     return out
+
+
+def _saturated(alert: Alert) -> bool:
+    """An oversubscribed egress that still sends: one that fell idle while its symptom waits to
+    clear is starved from upstream (a deadlock, a drained path), not flooded."""
+    return alert.name == OVERSUBSCRIBED and alert.evidence.get("util", 1.0) >= SATURATED_UTIL
+
+
+def _held(graph: PauseGraph) -> dict[str, Alert]:
+    """Ports persistently held in XOFF, with the symptom that says so."""
+    return {port: next(a for a in alerts if a.name == PFC_HOLD)
+            for port, alerts in graph.symptoms.items() if any(a.name == PFC_HOLD for a in alerts)}
+
+
+def _cycles(graph: PauseGraph) -> list[set[str]]:
+    """Cycles of the wait-for graph among held ports (two ports at least)."""
+    held = _held(graph)
+    sub = {n: {t for t in graph.edges.get(n, ()) if t in held} for n in held}
+    return [c for c in strongly_connected(sub) if len(c) >= 2]
 
 
 def _ports(nodes: set[str], topology: Topology) -> set[str]:

@@ -11,8 +11,9 @@ and sample, over the uplinks that are up:
 * a hash is static, so a leaf's natural unevenness is its own baseline: the share of the group's
   traffic on the hottest member is learned over the leaf's first ``warmup`` samples and kept while
   the leaf is calm; a *collision* is that share rising by ``min_shift`` or more (flows moving onto
-  one member, as a degenerate hash or a polarised tier does). Before the baseline exists only the
-  extreme case counts: nearly all of the group's traffic on one member.
+  one member, as a degenerate hash or a polarised tier does). Nothing fires before the baseline
+  exists: a group that was uneven from the start is how that leaf's hash spreads its flows (a
+  control run with low-entropy traffic must stay quiet), and a TE hint, not an incident.
 
 Fires after ``fire_after`` (5) samples, clears after ``clear_after`` (5): imbalance is a performance
 incident and a TE hint, never a drain, so it waits for the pattern to hold.
@@ -83,8 +84,7 @@ class UplinkImbalance(DeviceRule):
             moved = top >= base + o.min_shift
             calm = top < base + o.min_shift / 2
         else:
-            moved = top >= 1.0 - 0.5 / util.size
-            calm = True
+            moved, calm = False, True  # a hash's unevenness is the leaf's normal until learned
         saturated = util[hot] >= o.min_hot
         host_ports = frame.ports.kind[at.pids] == PortKind.HOST
         share_tx, _ = pause_share(frame, at, "tx")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from detectors.kinds import (
     CONGESTED_SYMPTOMS,
+    OVERSUBSCRIBED,
     PAUSED_SYMPTOMS,
     PFC_PAUSING,
     SLOW_DRAIN,
@@ -52,11 +53,12 @@ class PauseGraph:
     edges: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     #: node → the symptoms observed on it (ports only)
     symptoms: dict[str, list[Alert]] = field(default_factory=lambda: defaultdict(list))
+    #: ports whose egress is held back (paused, seen from either end, or congested)
+    blocked: set[str] = field(default_factory=set)
 
     def is_blocked(self, port: str) -> bool:
         """Whether a port's egress is paused or congested (it can explain its switch pausing)."""
-        return any(a.name in PAUSED_SYMPTOMS or a.name in CONGESTED_SYMPTOMS or
-                   a.name == SLOW_DRAIN for a in self.symptoms.get(port, ()))
+        return port in self.blocked
 
     def add(self, a: str, b: str) -> None:
         if a != b:
@@ -162,6 +164,7 @@ def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
     graph = PauseGraph()
     paused: set[str] = set()
     pausing: set[str] = set()
+    congested: set[str] = set()  # standing queues that drain (at or near line rate)
     blocked: dict[str, set[str]] = defaultdict(set)  # device → ports whose egress is held back
     for alert in symptoms:
         if not alert.ports:
@@ -176,8 +179,20 @@ def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
             blocked[device].add(port)
             if alert.evidence.get("util", 1.0) < HELD_UTIL:
                 paused.add(port)  # a standing queue that does not drain is being held back
+            else:
+                congested.add(port)
         elif alert.name == PFC_PAUSING:
             pausing.add(port)
+    # a pause edge is one fact seen from two ends: the port a switch pauses is paused, and its
+    # egress blocked, whether or not its own counters crossed the threshold (dialects differ:
+    # one end may time the pause while the other only counts frames)
+    for label in pausing:
+        here = Port.parse(label)
+        att = topology.attachment(here)
+        if isinstance(att, Link):
+            other = att.other(here)
+            blocked[other.device].add(str(other))
+    graph.blocked = {p for ports in blocked.values() for p in ports}
 
     def waits_on(waiter: str, pauser: Port) -> None:
         """``waiter`` is held back by switch port ``pauser`` (the port that sends the pause)."""
@@ -202,4 +217,25 @@ def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
             waits_on(host_node(att.name), here)
         elif isinstance(att, Link):
             waits_on(str(att.other(here)), here)
+    _last_hop(graph, congested, topology)
     return graph
+
+
+def _last_hop(graph: PauseGraph, congested: set[str], topology: Topology) -> None:
+    """A link into a leaf that is saturated by its own load (not paused) carries only traffic
+    for that leaf's hosts: every byte of its queue leaves through one of the leaf's host ports.
+    Where some of those ports are oversubscribed too, the demand converging on them is what fills
+    the link (an incast whose senders' paths meet one hop early, on the spine's downlink), so the
+    link waits for them."""
+    for label in congested:
+        here = Port.parse(label)
+        att = topology.attachment(here)
+        if not isinstance(att, Link):
+            continue
+        leaf = att.other(here).device
+        if leaf not in topology.leaves:
+            continue
+        for host in topology.host_ports(leaf):
+            port = str(host.port)
+            if any(a.name == OVERSUBSCRIBED for a in graph.symptoms.get(port, ())):
+                graph.add(label, port)

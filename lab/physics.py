@@ -93,6 +93,7 @@ class Physics:
         self.ecn_capable[list(buffers.ecn_capable)] = True
         self.frame: F64 = np.array([buffers.frame_bytes(p) for p in range(N_PRIO)])
         self._lossless_flat = np.tile(self.lossless[self.prios], n_ports)
+        self._frame_flat: F64 = np.tile(self.frame[self.prios], n_ports)
         self._lossless_f = self._lossless_flat.astype(np.float64)
         self._lossy_f = 1.0 - self._lossless_f
         # threshold of the PG each channel feeds (that PG lives on the receiving device)
@@ -340,7 +341,7 @@ class Physics:
             sent = moved[0][m0] - (lost[0][m0] + lost[1][m0] + lost[2][m0] + lost[3][m0])
             fin = np.isfinite(self.remaining[m0])
             self.remaining[m0[fin]] -= sent[fin]
-        self._estimate_pause(demand, cap, tx - lost_k, pg_end)
+        self._estimate_pause(demand, cap, tx, tx - lost_k, pg_end)
         queue = self._stuck.copy()
         for tier in range(1, N_TIERS):
             m = self._m[tier]
@@ -446,8 +447,14 @@ class Physics:
         tx -= back_k
         return pg - back_k
 
-    def _estimate_pause(self, demand: F64, cap: F64, inflow: F64, pg_end: F64) -> None:
-        """Pause fractions for the next step, and the pause time and PFC frames of this one."""
+    def _estimate_pause(self, demand: F64, cap: F64, sent: F64, inflow: F64,
+                        pg_end: F64) -> None:
+        """Pause fractions for the next step, and the pause time and PFC frames of this one.
+
+        A channel that ends the step still holding more than a frame of what it wanted to send
+        was backlogged all step: a work-conserving port with data never idles, so whatever part of
+        the step it did not spend sending it spent paused (``1 - sent / line rate``), even when
+        what it held was less than a full step's worth of line rate."""
         dt = self.dt
         xoff = self._xoff
         potential = np.minimum(demand, cap)
@@ -462,6 +469,9 @@ class Physics:
         self.phi = np.maximum(np.maximum(1.0 - allowed * inv, 0.0) * busy, stuck)
         self.pg = pg_end
         asserting = (pg_end >= xoff - self._band) * self._lossless_f
+        backlogged = demand - sent > self._frame_flat
+        potential = np.where(backlogged, cap, potential)
+        inv = busy / np.maximum(potential, 1.0)
         # asserting with nothing upstream to pause still means XOFF all along
         eff = asserting * np.where(busy > 0, np.maximum(1.0 - inflow * inv, 0.0), 1.0)
         eff = np.maximum(eff, self._forced)

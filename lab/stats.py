@@ -12,7 +12,9 @@ backlog: ``P(Q_burst > x) = rho * exp(-x (1 - rho) / b)``. From it:
   (Kmin/Kmax/Pmax; closed form);
 * PFC from bursts: a lossless PG whose XOFF sits within reach of the bursts pauses its upstream for
   the fraction of time the burst queue exceeds XOFF, even without sustained overload. With sane
-  thresholds this is negligible below ~80% load; with ``buffer_misconfig`` it is not.
+  thresholds this is negligible below ~80% load; with ``buffer_misconfig`` it is not. A priority
+  is never paused for longer than the time it spent neither sending nor already paused: the wire
+  time-shares, so a channel sending at line rate has no time left in which to be paused.
 
 It also turns line errors into counters: corrupted frames (FCS and input errors, uncorrectable FEC
 blocks on the receiving port), PCS symbol errors, and corrected FEC codewords at the link's pre-FEC
@@ -133,6 +135,10 @@ class StatsTicker:
         # only below the fluid XOFF regime: there the fluid pause already accounts for it
         calm = active & self._lossless & (pg_mean < h.xoff - h.band)
         burst_frac = np.where(calm, rho_pg * np.exp(-lam_pg * room), 0.0) * (1.0 - fluid_frac)
+        # a priority cannot be paused while it sends: burst pauses fit in the time it was neither
+        # sending nor already paused (a channel at line rate has no time left to be paused in)
+        sending = h.tx / np.maximum(self._cap_flat * span, 1.0)
+        burst_frac = np.minimum(burst_frac, np.maximum(1.0 - fluid_frac - sending, 0.0))
         excursion_s = np.maximum(b / np.maximum((1.0 - rho_pg) * self._cap_flat, 1.0),
                                  h.band / self._cap_flat)
         burst_frames = burst_frac * span * (2.0 / excursion_s + 1.0 / self._refresh)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab import counters as lab_counters
+from lab.inventory import plan_agents
 from lab.scenario import Scenario
 from lab.simulation import Simulation
 from pipeline.metrics import metric_id
@@ -67,14 +68,10 @@ class SimFeed:
 
     def __post_init__(self) -> None:
         self.sim = Simulation(self.scenario)
-        w = self.sim.wiring
-        fab = self.scenario.fabric
-        n_snmp = round(fab.agents.snmp * len(w.switches))
-        for i, sw in enumerate(w.switches):
-            if i >= len(w.switches) - n_snmp:
-                self.profiles.setdefault(sw, "snmp")
-            else:
-                self.profiles.setdefault(sw, fab.profiles[i % len(fab.profiles)])
+        # the lab's own assignment of agents and dialects, so a switch speaks here what it
+        # speaks on the real path
+        for plan in plan_agents(self.scenario):
+            self.profiles.setdefault(plan.switch, plan.profile)
 
     def batches(self, t: float) -> list[SampleBatch]:
         """One batch per switch from the counters at simulated time ``t`` (built in columns)."""

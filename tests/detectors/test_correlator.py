@@ -77,6 +77,24 @@ def test_a_pause_never_travels_back_over_the_link_it_came_in_on():
     assert graph.edges["leaf1:Ethernet3"] == {"device:spine1"}
 
 
+def test_a_pause_seen_only_by_the_pausing_end_still_blocks_the_other():
+    # leaf1 times its pauses (SONiC); spine1 only counts frames and stayed under its threshold
+    graph = build([sym("pfc_pausing", "leaf1:Ethernet3", throttle=0.3)], TOPO)
+    assert graph.is_blocked("spine1:Ethernet1")
+    assert not graph.is_blocked("leaf1:Ethernet3")
+
+
+def test_a_saturated_link_into_a_leaf_waits_for_its_oversubscribed_hosts():
+    # the senders' paths meet on the spine's downlink: it runs at line rate with a queue, and
+    # every byte of it leaves through leaf3's host ports, one of them oversubscribed
+    graph = build([sym("queue_buildup", "spine1:Ethernet3", util=1.0),
+                   sym("egress_oversubscribed", "leaf3:Ethernet1", util=1.0)], TOPO)
+    assert "leaf3:Ethernet1" in graph.edges["spine1:Ethernet3"]
+    # a link into a leaf with no oversubscribed host port waits for nothing it can name
+    graph = build([sym("queue_buildup", "spine1:Ethernet3", util=1.0)], TOPO)
+    assert not graph.edges.get("spine1:Ethernet3")
+
+
 def test_incast_needs_senders_held_to_under_half_their_line_rate():
     root = sym("egress_oversubscribed", "leaf3:Ethernet1", util=1.0)
     chain = [root, sym("queue_buildup", "leaf3:Ethernet1", util=1.0),
@@ -93,6 +111,28 @@ def test_incast_needs_senders_held_to_under_half_their_line_rate():
     assert roots[0].evidence["senders"] == 2.0
     assert {s.entity for s in symptoms if s.inhibited_by} >= {"leaf1:Ethernet1",
                                                                "spine1:Ethernet3"}
+
+
+def _flooded(util: float) -> list[Alert]:
+    return [sym("egress_oversubscribed", "leaf3:Ethernet1", util=util),
+            sym("queue_buildup", "leaf3:Ethernet1", util=util),
+            sym("queue_buildup", "spine1:Ethernet3", util=0.2),
+            sym("queue_buildup", "leaf1:Ethernet3", util=0.1),
+            sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.9),
+            sym("pfc_pausing", "leaf1:Ethernet2", throttle=0.92)]
+
+
+def test_an_oversubscribed_port_that_stopped_sending_is_no_incast():
+    # its symptom waits to clear while nothing feeds it any more: starved, not flooded
+    assert [(a.name, a.entity) for a in correlate(TOPO, _flooded(1.0))[0]] == [("incast", "host5")]
+    assert correlate(TOPO, _flooded(0.1))[0] == []
+
+
+def test_senders_held_back_by_a_deadlock_make_no_incast():
+    cycle = [sym("pfc_hold", p) for p in ("leaf1:Ethernet3", "spine1:Ethernet2",
+                                          "leaf2:Ethernet4", "spine2:Ethernet1")]
+    roots, _ = correlate(TOPO, [*_flooded(1.0), *cycle])
+    assert [a.name for a in roots] == ["pfc_deadlock"]
 
 
 def test_a_cycle_of_held_ports_is_one_deadlock_on_its_links():

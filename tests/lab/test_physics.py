@@ -17,9 +17,11 @@ XOFF = BufferProfile().xoff_bytes
 
 
 def _incast(hosts: list[str], spines: int = 1, leaves: int = 1, hpl: int = 3,
-            buffers: BufferProfile | None = None, dt: float = 1e-6) -> Simulation:
+            buffers: BufferProfile | None = None, dt: float = 1e-6,
+            host_gbps: int = 400) -> Simulation:
     sc = parse_scenario(scenario_dict(
-        fabric={"spines": spines, "leaves": leaves, "hosts_per_leaf": hpl},
+        fabric={"spines": spines, "leaves": leaves, "hosts_per_leaf": hpl,
+                "host_gbps": host_gbps},
         sample_interval_s=0.001,
         traffic=[{"pattern": "incast", "hosts": hosts, "load": 1.0, "qps_per_flow": 1}]))
     return Simulation(sc, dt=dt, tick_s=dt * 10, buffers=buffers, jitter=False)
@@ -78,8 +80,10 @@ def test_two_to_one_incast_fills_the_queue_at_line_rate_then_pauses_the_senders(
 
 
 def test_pause_propagates_hop_by_hop_to_the_senders_across_the_spine() -> None:
-    # host1 (leaf1) and host3 (leaf2) -> host5 (leaf3), one spine in between
-    sim = _incast(["host5", "host1", "host3"], spines=1, leaves=3, hpl=2, dt=1e-5)
+    # host1 (leaf1) and host3 (leaf2) -> host5 (leaf3), one spine in between; 100G hosts on
+    # 400G fabric links, so the hot spot is the receiver's leaf port, two hops from the senders
+    sim = _incast(["host5", "host1", "host3"], spines=1, leaves=3, hpl=2, dt=1e-5,
+                  host_gbps=100)
     sim.run_until(0.01)
     rx = lambda d, p: _q(sim, d, p, cf.Q_PFC_RX)   # noqa: E731
     tx = lambda d, p: _q(sim, d, p, cf.Q_PFC_TX)   # noqa: E731
@@ -92,7 +96,36 @@ def test_pause_propagates_hop_by_hop_to_the_senders_across_the_spine() -> None:
     assert tx("leaf3", "Ethernet1") == 0 and rx("leaf3", "Ethernet1") == 0
     assert tx("leaf1", "Ethernet2") == 0
     # the bottleneck still runs at line rate
-    assert _c(sim, "leaf3", "Ethernet1", cf.P_OUT_OCTETS) == pytest.approx(0.01 * LINE, rel=0.01)
+    assert _c(sim, "leaf3", "Ethernet1", cf.P_OUT_OCTETS) == pytest.approx(0.01 * LINE / 4,
+                                                                          rel=0.01)
+
+
+def test_a_backlogged_port_is_paused_for_all_the_time_it_does_not_send() -> None:
+    # the spine's port to leaf3 holds a standing queue it cannot send (leaf3's PG sits at XOFF):
+    # whatever part of the time it does not spend sending, it spends paused, even when its
+    # backlog is smaller than a step's worth of line rate
+    sim = _incast(["host5", "host1", "host3"], spines=1, leaves=3, hpl=2, dt=1e-3,
+                  host_gbps=100)
+    sim.run_until(1.0)
+    before = (_c(sim, "spine1", "Ethernet3", cf.P_OUT_OCTETS),
+              _q(sim, "spine1", "Ethernet3", cf.Q_PFC_RX_US))
+    sim.run_until(2.0)
+    sent = (_c(sim, "spine1", "Ethernet3", cf.P_OUT_OCTETS) - before[0]) / LINE
+    paused = (_q(sim, "spine1", "Ethernet3", cf.Q_PFC_RX_US) - before[1]) / 1e6
+    assert sent == pytest.approx(0.25, rel=0.02)          # what host5's 100G port drains
+    assert paused == pytest.approx(1.0 - sent, abs=0.02)
+
+
+def test_a_port_sending_at_line_rate_is_never_paused() -> None:
+    # two 400G senders into one 400G receiver across the spine: the spine's port to leaf3 is the
+    # bottleneck and sends at line rate, so leaf3 (which takes exactly line rate) never pauses
+    # it, however busy its egress to the receiver is
+    sim = _incast(["host5", "host1", "host3"], spines=1, leaves=3, hpl=2, dt=1e-4)
+    sim.run_until(0.5)
+    assert _c(sim, "spine1", "Ethernet3", cf.P_OUT_OCTETS) == pytest.approx(0.5 * LINE, rel=0.01)
+    assert _q(sim, "spine1", "Ethernet3", cf.Q_PFC_RX_US) < 1.0    # not a microsecond
+    # it pauses each sender half of the time (each gets half of the bottleneck)
+    assert _q(sim, "spine1", "Ethernet1", cf.Q_PFC_TX_US) == pytest.approx(0.25e6, rel=0.05)
 
 
 def test_corrupting_link_counts_fcs_errors_on_the_receiving_side_only() -> None:
