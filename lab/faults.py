@@ -10,6 +10,10 @@ Directions on links follow the topology: ``a`` is the end whose switch name sort
 host's link, ``a`` is the leaf port and ``b`` the NIC. ``a_to_b`` corrupts frames sent by ``a``,
 so ``b`` counts the FCS errors.
 
+``link_corruption`` loses frames at its ``rate``; the bit errors behind that loss (rate / 8 F for
+frames of F bytes) also hit the idle blocks a link sends when it has no frames, so the receiver's
+PCS symbol errors and corrected codewords rise with line time, traffic or not.
+
 ``optics_degrade`` ramps a raw corruption rate ``r`` geometrically from ``start_rate`` to
 ``end_rate`` over its window, in both directions. FEC hides most of it at first: PCS symbol errors
 and corrected codewords grow with ``r`` from the start, while frames lost to uncorrectable errors
@@ -40,6 +44,7 @@ class FaultEffects:
     down_links: frozenset[int]
     loss: F64                      # per channel: fraction of frames arriving corrupted
     symbols_per_pkt: F64           # per channel: PCS symbol errors per frame
+    line_ber: F64                  # per channel: bit error rate a fault adds to the line itself
     forced: F64                    # (channel, prio): pause asserted continuously
     forced_busy: F64               # (channel, prio): pause asserted while traffic arrives
     rx_drain: F64                  # (channel, prio): NIC receive drain fraction
@@ -52,7 +57,7 @@ class FaultEffects:
             return False
         return (self.down_links == other.down_links and self.collisions == other.collisions
                 and all(np.array_equal(getattr(self, n), getattr(other, n))
-                        for n in ("loss", "symbols_per_pkt", "forced", "forced_busy",
+                        for n in ("loss", "symbols_per_pkt", "line_ber", "forced", "forced_busy",
                                   "rx_drain", "stuck", "xoff_scale")))
 
 
@@ -90,6 +95,7 @@ class FaultSchedule:
         n_ports = w.n_ports
         fx = FaultEffects(
             down_links=frozenset(), loss=np.zeros(n_ports), symbols_per_pkt=np.zeros(n_ports),
+            line_ber=np.zeros(n_ports),
             forced=np.zeros((n_ports, N_PRIO)), forced_busy=np.zeros((n_ports, N_PRIO)),
             rx_drain=np.ones((n_ports, N_PRIO)), stuck=np.zeros((n_ports, N_PRIO)),
             xoff_scale=np.ones(len(w.switches) + len(w.hosts)),
@@ -119,8 +125,12 @@ class FaultSchedule:
             fx.forced_busy[c, lossless] = np.maximum(fx.forced_busy[c, lossless], 1.0 - frac)
         elif f.kind == "link_corruption":
             rate = float(p["rate"])
+            # the bit errors behind it hit the line whether it carries frames or idles: a frame
+            # of F bytes is lost with probability ~ 8 F x BER
+            ber = rate / (8.0 * self.buf.roce_frame_bytes)
             for c in self._directed(f.target, str(p["direction"])):
                 fx.loss[c] = 1.0 - (1.0 - fx.loss[c]) * (1.0 - rate)
+                fx.line_ber[c] += ber
         elif f.kind == "optics_degrade":
             start, end = float(p["start_rate"]), float(p["end_rate"])
             span = f.end_s(self.scenario.duration_s) - f.at_s

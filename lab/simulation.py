@@ -134,6 +134,7 @@ class Simulation:
         self.physics.set_conditions(loss=fx.loss, forced=fx.forced, forced_busy=fx.forced_busy,
                                     rx_drain=fx.rx_drain, stuck=fx.stuck, xoff_scale=scale)
         self.stats.symbols_per_pkt = fx.symbols_per_pkt
+        self.stats.line_ber = fx.line_ber
         if prev is None or prev.collisions != fx.collisions:
             self._routes_dirty = True
         self._update_links()

@@ -44,6 +44,7 @@ class StatsTicker:
         n_ports = wiring.n_ports
         self.rng = np.random.default_rng([seed, 37])
         self.symbols_per_pkt: F64 = np.zeros(n_ports)   # PCS symbol errors per frame and channel
+        self.line_ber: F64 = np.zeros(n_ports)   # bit errors per line bit a fault adds
         # healthy pre-FEC bit error rates, spread around 1e-8 like a real fleet
         self.ber_pre: F64 = 10 ** self.rng.normal(-8.0, 0.4, size=n_ports)
         na = physics.n_act
@@ -86,7 +87,7 @@ class StatsTicker:
         port[peer, cf.P_IN_ERRORS] += lost_p
         port[peer, cf.P_IN_FCS] += lost_p
         port[peer, cf.P_FEC_UNCORR] += lost_p
-        symbols = out_pkts * self.symbols_per_pkt
+        symbols = out_pkts * self.symbols_per_pkt + ph.channel_up * w.bps * self.line_ber * span
         port[peer, cf.P_IN_SYMBOL] += symbols
         port[peer, cf.P_FEC_CORR] += ph.channel_up * w.bps * self.ber_pre * span + symbols
         flushed = (h.flushed / frame).reshape(shape)

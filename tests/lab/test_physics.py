@@ -150,6 +150,27 @@ def test_corrupting_link_counts_fcs_errors_on_the_receiving_side_only() -> None:
     assert sim.counters.port[:, cf.P_IN_FCS].sum() == pytest.approx(fcs)
 
 
+def test_a_corrupting_link_that_carries_no_frames_still_counts_symbol_errors() -> None:
+    # the traffic stays under leaf1: the corrupting uplink only idles, so no frame can fail its
+    # FCS, but the bit errors behind the corruption hit the idle blocks all the same
+    rate = 4e-4
+    sc = make_scenario(
+        fabric={"spines": 1, "leaves": 2, "hosts_per_leaf": 2},
+        traffic=[{"pattern": "alltoall", "hosts": "leaf1", "load": 0.5, "qps_per_flow": 1}],
+        faults=[{"kind": "link_corruption", "target": "leaf1~spine1", "at_s": 1.0,
+                 "params": {"rate": rate, "direction": "a_to_b"}}])
+    sim = Simulation(sc, jitter=False)
+    sim.run_until(1.0)
+    before = _c(sim, "spine1", "Ethernet1", cf.P_IN_SYMBOL)
+    sim.run_until(3.0)
+    assert _c(sim, "leaf1", "Ethernet3", cf.P_OUT_PKTS) == 0
+    assert _c(sim, "spine1", "Ethernet1", cf.P_IN_FCS) == 0
+    symbols = _c(sim, "spine1", "Ethernet1", cf.P_IN_SYMBOL) - before
+    # two seconds of a 400G line at the bit error rate that loses `rate` of 4150-byte frames
+    assert symbols == pytest.approx(2.0 * LINE * 8 * rate / (8 * 4150.0), rel=0.01)
+    assert before == 0 and _c(sim, "leaf1", "Ethernet3", cf.P_IN_SYMBOL) == 0
+
+
 def test_drops_happen_only_where_the_queue_is_lossy() -> None:
     lossless = _incast(["host3", "host1", "host2"], dt=1e-5)
     lossy = _incast(["host3", "host1", "host2"], dt=1e-5,
