@@ -8,7 +8,9 @@ and it needs no baseline:
 * a sample is **bad** when it carries FCS errors and its corruption rate is at least
   ``min_rate`` (CorrOpt's 1e-8 "corrupting" floor);
 * a symptom fires after ``fire_after`` consecutive bad samples (two independent observations: a
-  lone bit flip does not page anyone);
+  lone bit flip does not page anyone), or on the first one that holds ``burst_errors`` bad frames
+  or more: random stray errors come one at a time, so ten in one interval are a corrupting link
+  already, and RDMA's go-back-N pays for every one of them;
 * it clears only when the link has carried enough frames without a single error that, at the rate
   it was measured at, we would have expected ``clear_expected_errors`` of them (5 by default:
   the chance a still-corrupting link shows none is e^-5 < 1 %). A low-rate corruption therefore
@@ -35,6 +37,7 @@ from pipeline.topology import Topology
 class CorruptionOptions(DetectorOptions):
     min_rate: float = Field(1e-8, gt=0, lt=1, description="CorrOpt's corrupting floor")
     clear_expected_errors: float = Field(5.0, gt=0)
+    burst_errors: float = Field(10.0, gt=1, description="bad frames in one sample: fire at once")
 
 
 class Corruption(PortRule):
@@ -74,6 +77,8 @@ class Corruption(PortRule):
         expected = self.clean_frames[pid] * np.maximum(self.measured[pid], self.opts.min_rate)
         enough = ~firing | (expected >= self.opts.clear_expected_errors)
         good = np.isfinite(fcs) & ~errors & enough
+        count = np.where(np.isfinite(fcs) & np.isfinite(dt), fcs * dt, 0.0)
+        need = np.where(count >= self.opts.burst_errors, 1, self.opts.fire_after)
         return Verdict(bad[:, None], good[:, None],
                        {"corruption": rate[:, None], "fcs_per_s": fcs[:, None],
-                        "frames_per_s": pkts[:, None]})
+                        "frames_per_s": pkts[:, None]}, fire_after=need.astype(np.int64))
