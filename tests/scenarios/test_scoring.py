@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
+from lab.scenario import Scenario, parse_scenario
 from pipeline.model import Alert
-from rocewatch.scenario import alert_entries
+from rocewatch.scenario import (
+    SNMP_RUN_BUDGET,
+    SNMP_VARBINDS_PER_PORT,
+    alert_entries,
+    harness_speed,
+)
 from rocewatch.scoring import SuiteTotals, score
 
 S = 1_000_000_000
@@ -106,3 +114,23 @@ def test_a_deadlock_given_as_its_whole_cycle_matches_in_any_order():
                         [entry("pfc_deadlock", found, 12)])).recall == 1.0
     assert score(report([truth("pfc_deadlock", cycle, 10, 20)],
                         [entry("pfc_deadlock", "leaf3~spine1,leaf3~spine2", 12)])).recall == 0.0
+
+
+def _fabric(snmp: float, interval: float) -> Scenario:
+    return parse_scenario({
+        "format": 1, "name": "speed", "seed": 1, "duration_s": 60, "sample_interval_s": interval,
+        "fabric": {"spines": 2, "leaves": 4, "hosts_per_leaf": 4, "agents": {"gnmi": 1 - snmp,
+                                                                             "snmp": snmp}},
+        "traffic": [{"pattern": "alltoall", "hosts": "all", "load": 0.3}], "faults": []})
+
+
+def test_a_run_slows_its_clock_so_snmp_polls_keep_the_cadence() -> None:
+    # 6 SNMP switches of 8 + 4 ports: 32 x 70 varbinds a poll
+    per_poll = 32 * SNMP_VARBINDS_PER_PORT
+    assert harness_speed(_fabric(0.0, 1.0), 10.0) == 10.0
+    assert harness_speed(_fabric(1.0, 1.0), 10.0) == pytest.approx(SNMP_RUN_BUDGET / per_poll)
+    # twice the interval, twice the speed; never faster than asked
+    assert harness_speed(_fabric(1.0, 2.0), 10.0) == pytest.approx(2 * SNMP_RUN_BUDGET / per_poll)
+    assert harness_speed(_fabric(1.0, 60.0), 10.0) == 10.0
+    # half the switches on SNMP, half the load
+    assert harness_speed(_fabric(0.5, 1.0), 10.0) > harness_speed(_fabric(1.0, 1.0), 10.0)
