@@ -20,8 +20,10 @@ a symptom of the flap (the flap explains it), instead of standing as a second ro
 
 from __future__ import annotations
 
+import numpy as np
+
 from detectors.classify import deadlock_findings, device_findings, host_findings
-from detectors.features import Frame
+from detectors.features import Frame, col
 from detectors.incident import Finding, to_alert
 from detectors.kinds import (
     CONGESTED_SYMPTOMS,
@@ -54,6 +56,9 @@ class Correlator:
         self._previous: dict[str, Alert] = {}
         #: uplink-imbalance symptoms already attributed to another incident
         self._consequences: set[str] = set()
+        #: the fabric's sample interval (ns): switches sampled at different moments order two
+        #: views of one event no finer than this
+        self._skew_ns = 0
 
     def findings(self, symptoms: list[Alert]) -> list[Finding]:
         if self.topology is None:
@@ -71,9 +76,11 @@ class Correlator:
         """An uplink imbalance that began while another incident held the fabric is that
         incident's consequence, not a hash collision: a link down or flap re-hashes flows onto the
         survivors (remote capacity loss, anchors §6 #13), and congestion throttles some flows and
-        not others. It is attached to the earliest such incident instead of standing as a root
-        cause, and stays a consequence for as long as its symptom lasts, even after the cause has
-        resolved (the symptom's own hysteresis outlives the cause by a few samples)."""
+        not others. "Began while" is judged to within one sample interval: the switches that see
+        the event and the leaf that sees its imbalance are sampled at different moments. It is
+        attached to the earliest such incident instead of standing as a root cause, and stays a
+        consequence for as long as its symptom lasts, even after the cause has resolved (the
+        symptom's own hysteresis outlives the cause by a few samples)."""
         def onset(f: Finding) -> int:
             return min((a.starts_at_ns for a in f.defining), default=0)
 
@@ -84,7 +91,7 @@ class Correlator:
             if f.kind == ECMP_IMBALANCE:
                 marks = {a.fingerprint for a in f.defining}
                 active |= marks
-                prior = [g for g in others if onset(g) <= onset(f)]
+                prior = [g for g in others if onset(g) <= onset(f) + self._skew_ns]
                 if prior:
                     cause = min(prior, key=onset)
                     cause.explains_at |= f.explains_at | {f.entity}
@@ -99,6 +106,7 @@ class Correlator:
     def correlate(self, symptoms: list[Alert], frame: Frame) -> list[Alert]:
         """Incidents and (annotated) symptoms, as active now."""
         now = frame.now_ns
+        self._skew_ns = _interval_ns(frame)
         found = self.findings(symptoms)
         owner: dict[str, Alert] = {}  # symptom fingerprint → the incident that explains it
         incidents: list[Alert] = []
@@ -140,3 +148,10 @@ class Correlator:
 
 def _rank(kind: str) -> int:
     return _PRECEDENCE.index(kind) if kind in _PRECEDENCE else len(_PRECEDENCE)
+
+
+def _interval_ns(frame: Frame) -> int:
+    """The typical time between a port's samples (0 before any rate exists)."""
+    dt = frame.table.dt[:, col("if_out_octets")] if frame.table.n_ports else np.empty(0)
+    dt = dt[np.isfinite(dt)]
+    return int(float(np.median(dt)) * 1e9) if dt.size else 0

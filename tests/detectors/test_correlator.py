@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from detectors.correlator import Correlator
-from detectors.features import FeatureTable, Frame
+from detectors.features import FeatureTable, Frame, col
 from detectors.pause_graph import build, host_node
 from detectors.ports import PortIndex
 from detectors.series import SeriesIndex
@@ -13,6 +13,7 @@ from pipeline.model import Alert
 from pipeline.topology import Topology, spine_leaf
 
 T0 = 1_000_000_000_000
+S = 1_000_000_000
 
 
 def sym(name: str, port: str, t: float = 10.0, **evidence: float) -> Alert:
@@ -177,6 +178,25 @@ def test_imbalance_that_follows_a_link_failure_is_its_consequence():
     # the link comes back; the imbalance's own hysteresis outlives it: still no root cause
     roots, _ = correlate(TOPO, [imbalance], corr, t=13.0)
     assert roots == []
+
+
+def test_an_imbalance_a_leaf_saw_first_within_one_sample_is_still_the_failures_consequence():
+    # SNMP polls reach switches at different moments of a 2 s cadence: leaf1 saw its flows move
+    # 1.5 s before anyone polled the link's ends; more than an interval earlier it came first
+    corr = Correlator(TOPO)
+    table = FeatureTable()
+    table._grow(4)
+    table.dt[:, col("if_out_octets")] = 2.0
+    frame = Frame(table, PortIndex(SeriesIndex(), TOPO), np.empty(0, np.int64), T0 + 12 * S)
+    failure = [sym("port_down", "leaf3:Ethernet3", t=9.0), sym("port_down", "spine1:Ethernet3",
+                                                                t=9.0)]
+    for onset, roots in ((7.5, ["link_down"]), (4.0, ["ecmp_imbalance", "link_down"])):
+        imbalance = device_sym("uplink_imbalance", "leaf2", t=onset, imbalance=2.0)
+        out = Correlator(TOPO).correlate([*failure, imbalance], frame)
+        assert sorted(a.name for a in out if a.root_cause) == roots
+    # without a known cadence the order is taken as it is
+    roots, _ = correlate(TOPO, [*failure, device_sym("uplink_imbalance", "leaf2", t=7.5)], corr)
+    assert sorted(a.name for a in roots) == ["ecmp_imbalance", "link_down"]
 
 
 def test_an_imbalance_that_came_first_stays_a_root_cause():
