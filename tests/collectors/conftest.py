@@ -30,6 +30,7 @@ from cryptography.x509.oid import NameOID
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
 from pipeline.model import SampleBatch
+from rocewatch.bench_peers import in_netns
 
 # -- sinks ------------------------------------------------------------------------------------
 
@@ -454,27 +455,8 @@ class NetNs:
 
 
 def run_in_netns(name: str, fn: Callable[[], Any]) -> Any:
-    import ctypes
-
-    result: dict[str, Any] = {}
-
-    def body() -> None:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        with open(f"/var/run/netns/{name}") as ns:
-            if libc.setns(ns.fileno(), 0x40000000) != 0:  # CLONE_NEWNET, this thread only
-                result["error"] = OSError(ctypes.get_errno(), "setns failed")
-                return
-        try:
-            result["value"] = fn()
-        except BaseException as exc:
-            result["error"] = exc
-
-    thread = threading.Thread(target=body, name=f"netns-{name}")
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]
-    return result.get("value")
+    """Run ``fn`` in a thread inside namespace ``name`` (the benchmark's own helper)."""
+    return in_netns(name, fn)
 
 
 @pytest.fixture
