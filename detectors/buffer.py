@@ -17,16 +17,15 @@ stands out against its peers. Two signatures, per switch and sample:
   XON hysteresis at line rate, tens of KB, while the bound books a whole refresh (half of the
   65535-quanta pause, 4 MB of line time) per frame — a ratio of 50 to 100 for the XON offsets
   switches ship with; the smallest keeps the estimate an upper bound;
-* *unlike*: its pausing averaged over its ports (a misconfigured threshold is crossed on every
-  busy port, not only behind the hottest egress) is at least ``peer_factor`` times the median of
-  its comparable peers' and at least what healthy bursts cause at its load (``min_share`` at
+* *unlike*: its pausing averaged over its ports (a misconfigured threshold is crossed on every busy
+  port, not only behind the hottest egress) is at least ``peer_factor`` times the median of its
+  comparable peers' and at least what healthy bursts cause at its load (``min_share`` at
   ``burst_load``, 80 %, where burst pauses stop being negligible, scaled as ρ / (1 − ρ)). Burst
-  queues grow as ρ / (1 − ρ) with the load ρ of the egress a PG
-  drains into, so healthy burst pauses rise steeply and monotonically with load: a peer is
-  comparable when its headroom (1 − busiest egress utilisation) is at most ``headroom_ratio``
-  times the switch's own (as loaded, or nearly), and it is not saturated itself (a saturated
-  switch is congested by its own load: its PGs reflect its standing queues, not bursts). Without
-  such a peer nothing is judged;
+  queues grow as ρ / (1 − ρ) with the load ρ of the egress a PG drains into, so healthy burst
+  pauses rise steeply and monotonically with load: a peer is comparable when its headroom (1 −
+  busiest egress utilisation) is at most ``headroom_ratio`` times the switch's own (as loaded, or
+  nearly), and it is not saturated itself (a saturated switch is congested by its own load: its PGs
+  reflect its standing queues, not bursts). Without such a peer nothing is judged;
 * *no reason*: none of its egress ports is paused by its downstream neighbour (it is not passing
   on somebody else's congestion), none holds a standing queue (ECN on ``min_ecn`` of its packets)
   or runs saturated (``max_util``).
@@ -141,10 +140,6 @@ class PauseWithoutLoad(DeviceRule):
         unlike, like = self._unlike(me, peers, evidence)
         reason = me.paused >= o.reason_share or me.ecn >= o.min_ecn or me.hot >= o.max_util
         shallow, deep = self._before_ecn(me, peers, evidence)
-        # an egress held back nearly all the time (a storm or a deadlock downstream) stalls the
-        # traffic behind it whatever the thresholds; and a switch that marks ECN on a standing
-        # queue has let its queues grow past Kmin before pausing
-        shallow = shallow and me.paused < o.held_share and me.ecn < o.min_ecn
         bad = (unlike and not reason) or shallow
         good = (like or reason) and not shallow and deep
         strength = me.pause / max(o.min_share * o.peer_factor, 1e-9)
@@ -167,8 +162,8 @@ class PauseWithoutLoad(DeviceRule):
                         peer_max_util=float(np.median([p.hot for p in comparable])))
         # peers that hardly pause set no scale: healthy bursts pause a little near saturation,
         # and more the closer it is (the burst queue grows as rho / (1 - rho))
-        ref = max(o.peer_factor * peer_pause, self._allowance(me.hot))
-        evidence["burst_allowance"] = self._allowance(me.hot)
+        allowance = evidence["burst_allowance"] = self._allowance(me.hot)
+        ref = max(o.peer_factor * peer_pause, allowance)
         return me.spread >= ref, me.spread < ref / 2
 
     def _allowance(self, rho: float) -> float:
@@ -191,8 +186,12 @@ class PauseWithoutLoad(DeviceRule):
             return False, True
         least = min(marking)
         evidence["peer_least_ecn"] = least
-        return (me.ecn * o.peer_factor < least and least >= o.min_ecn,
-                me.ecn * o.peer_factor / 2 >= least)
+        # an egress held back nearly all the time (a storm or a deadlock downstream) stalls the
+        # traffic behind it whatever the thresholds; and a switch that marks ECN on a standing
+        # queue has let its queues grow past Kmin before pausing
+        shallow = (me.ecn * o.peer_factor < least and least >= o.min_ecn
+                   and me.paused < o.held_share and me.ecn < o.min_ecn)
+        return shallow, me.ecn * o.peer_factor / 2 >= least
 
 
 def _role(device: str, topology: Topology | None) -> str:

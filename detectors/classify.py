@@ -104,7 +104,7 @@ def sender_shares(graph: PauseGraph, topology: Topology) -> dict[str, list[tuple
     out: dict[str, list[tuple[float, float]]] = {}
     if not roots:
         return out
-    stalled = {p for cycle in _cycles(graph) for p in cycle}
+    stalled = {p for cycle in _cycles(graph, _held(graph)) for p in cycle}
     for host in topology.hosts:
         pausing = [a for a in graph.symptoms.get(str(host.port), []) if a.name == PFC_PAUSING]
         throttle = max((a.evidence.get("throttle", 0.0) for a in pausing), default=0.0)
@@ -153,7 +153,7 @@ def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
     """Cycles of the wait-for graph among ports that are all persistently stuck."""
     held = _held(graph)
     out = []
-    for cycle in _cycles(graph):
+    for cycle in _cycles(graph, held):
         ports = sorted(cycle)
         links = sorted({topology.entity_of(Port.parse(p)) for p in ports})
         if len(links) < 2:
@@ -178,9 +178,8 @@ def _held(graph: PauseGraph) -> dict[str, Alert]:
             for port, alerts in graph.symptoms.items() if any(a.name == PFC_HOLD for a in alerts)}
 
 
-def _cycles(graph: PauseGraph) -> list[set[str]]:
-    """Cycles of the wait-for graph among held ports (two ports at least)."""
-    held = _held(graph)
+def _cycles(graph: PauseGraph, held: dict[str, Alert]) -> list[set[str]]:
+    """Cycles of the wait-for graph among the ``held`` ports (two ports at least)."""
     sub = {n: {t for t in graph.edges.get(n, ()) if t in held} for n in held}
     return [c for c in strongly_connected(sub) if len(c) >= 2]
 
