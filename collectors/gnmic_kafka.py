@@ -12,7 +12,8 @@ gnmic's ``split-events``, one event object::
 names possible); the keys travel as tags named ``<element>_<key>`` (the name after any module
 prefix), or ``<path>_<element>_<key>`` when two elements of a path would give the same tag. The
 decoder puts the keys back onto the elements and resolves the path with the same vendor profile
-and :class:`~collectors.mapping.PathMapper` the gNMI collector uses, so an event and a gNMI update
+and :class:`~collectors.gnmi.mapping.PathMapper` the gNMI collector uses, so an event and a gNMI
+update
 of the same leaf become the same catalog sample. Values arrive as JSON numbers, RFC 7951 strings
 (``"123"``) or enum names (``"UP"``).
 
@@ -33,12 +34,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from collectors.base import Collector, Emit
-from collectors.mapping import IGNORED, UNKNOWN, PathMapper, canonical
+from collectors.gnmi.mapping import IGNORED, UNKNOWN, PathMapper, canonical
 from collectors.profile import GnmiProfile, load_profile
-from pipeline.bus import Topics
+from pipeline.bus.base import Topics
 from pipeline.config import BusSettings, KafkaSettings
 from pipeline.errors import BusError, ConfigError, DecodeError
-from pipeline.ingest import dead_letter
+from pipeline.ingest.loop import dead_letter
 from pipeline.model import BatchBuilder
 
 log = logging.getLogger("rocewatch.collectors.gnmic")
@@ -199,7 +200,7 @@ class GnmicKafkaCollector(Collector):
             producer.flush()
 
     def run(self, stop: threading.Event) -> None:
-        from pipeline.bus_kafka import KafkaBus
+        from pipeline.bus.kafka import KafkaBus
 
         o = self.opts
         topics = Topics(o.topic_prefix)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from detectors.features import Frame
 from pipeline.model import Alert, Severity
-from pipeline.topology import Topology
+from pipeline.topology.model import Topology
 
 
 class DetectorOptions(BaseModel):

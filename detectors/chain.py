@@ -1,6 +1,6 @@
 """The detection chain: batches → rates → feature table → detectors → correlator → alert book.
 
-One object holds all detection state, so the live engine (:mod:`detectors.engine`), the benchmark
+One object holds all detection state, so the live engine (:mod:`detectors.loop`), the benchmark
 and ``rocewatch replay`` run exactly the same code. Time advances with the samples: the chain's
 ``now`` is the newest event time it has seen (the event-time watermark), never a wall clock.
 """
@@ -14,17 +14,17 @@ from typing import Any
 import numpy as np
 
 from detectors.base import Detector
-from detectors.correlator import Correlator
+from detectors.correlation.correlator import Correlator
 from detectors.features import FeatureTable, Frame, col
 from detectors.lifecycle import AlertBook
 from detectors.ports import PortIndex
-from detectors.rates import RateState
 from detectors.series import SeriesIndex
 from detectors.settings import DetectionSettings
 from pipeline.config import PluginSpec
 from pipeline.model import Alert, SampleBatch
+from pipeline.rates import RateState
 from pipeline.registry import Registry
-from pipeline.topology import Topology
+from pipeline.topology.model import Topology
 
 
 def build_detectors(settings: DetectionSettings, topology: Topology | None) -> list[Detector]:

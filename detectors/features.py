@@ -16,8 +16,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from detectors.ports import PortIndex
-from detectors.rates import RateFrame
 from pipeline.metrics import CATALOG, METRIC_ID
+from pipeline.rates import RateFrame
 
 #: slots per qualified metric: PFC priorities and egress queues 0..7
 QUAL_SLOTS = 8

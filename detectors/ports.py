@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from detectors.series import SeriesIndex
-from pipeline.topology import Host, Link, Port, Topology
+from pipeline.topology.model import Host, Link, Port, Topology
 
 
 class PortKind(IntEnum):

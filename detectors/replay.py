@@ -17,12 +17,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pipeline.bus import Bus
-from pipeline.codec import decode_batch
+from pipeline.bus.base import Bus
 from pipeline.errors import DecodeError, QueryError
 from pipeline.metrics import METRIC_ID
 from pipeline.model import SampleBatch
-from pipeline.store import Store, literal
+from pipeline.store.base import Store, literal
+from pipeline.wire.samples import decode_batch
 
 
 def store_batches(store: Store, start_ns: int, end_ns: int, window_s: float = 10.0,

@@ -23,7 +23,7 @@ from detectors.ports import PortIndex, PortKind
 from detectors.signals import At
 from pipeline.metrics import CATALOG, METRIC_ID
 from pipeline.model import Alert, Severity
-from pipeline.topology import Topology
+from pipeline.topology.model import Topology
 
 B = NDArray[np.bool_]
 F = NDArray[np.float64]

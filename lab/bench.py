@@ -141,7 +141,7 @@ def _proc_cpu_s(pid: int) -> float:
 def run_bench(speed: float = 10.0, seconds: float = 30.0, out_dir: Path | None = None,
               scenario: Any = None, warmup_s: float = 3.0, isolate: bool = True) -> dict[str, Any]:
     from lab.runtime import Lab
-    from lab.scenario import parse_scenario
+    from lab.scenario.load import parse_scenario
 
     sc = scenario if scenario is not None else parse_scenario(BENCH_SCENARIO)
     out = out_dir or Path("var/lab-bench")

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from lab.scenario import parse_scenario
-from lab.simulation import Simulation
+from lab.scenario.load import parse_scenario
+from lab.sim.simulation import Simulation
 from lab.te.cspf import plan_paths
 
 MODES = ("ecmp", "eecmp", "pinned", "te")

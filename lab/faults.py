@@ -33,7 +33,7 @@ import numpy as np
 
 from lab.buffers import BufferProfile
 from lab.physics import F64
-from lab.scenario import FaultSpec, Scenario, orient_cycle
+from lab.scenario.load import FaultSpec, Scenario, orient_cycle
 from lab.wiring import N_PRIO, Wiring
 
 _SYMBOLS_PER_ERROR = 16.0

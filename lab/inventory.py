@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from lab.scenario import Scenario
+from lab.scenario.load import Scenario
 
 SNMP_PROFILE = "snmp"
 

@@ -1,7 +1,8 @@
 """Pacing the simulation against the wall clock, in a child process (default) or a thread.
 
 :func:`serve_simulation` is the simulator's main loop: it builds the :class:`Simulation`, publishes
-a snapshot at every statistics tick through :class:`~lab.shared.SharedBlock`, applies control
+a snapshot at every statistics tick through :class:`~lab.sim.snapshot_ring.SharedBlock`, applies
+control
 commands from a pipe between steps, and keeps simulated time at ``(wall - t0) * speed``. When the
 machine cannot keep up it runs flat out and simulated time lags the target; the agents timestamp
 with the simulated time actually reached, so telemetry stays self-consistent at any pace.
@@ -25,8 +26,9 @@ from typing import Any
 
 from lab import counters as cf
 from lab.buffers import BufferProfile
-from lab.scenario import Scenario
-from lab.shared import (
+from lab.scenario.load import Scenario
+from lab.sim.simulation import DEFAULT_DT, DEFAULT_TICK, Simulation
+from lab.sim.snapshot_ring import (
     C_APPLIED,
     C_LIVE_TIME,
     C_STATE,
@@ -37,7 +39,6 @@ from lab.shared import (
     STATE_RUNNING,
     SharedBlock,
 )
-from lab.simulation import DEFAULT_DT, DEFAULT_TICK, Simulation
 
 _MAX_SLEEP_S = 0.005
 

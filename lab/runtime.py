@@ -42,8 +42,9 @@ from lab.gnmi.dialects import SwitchModel
 from lab.gnmi.target import GnmiTarget
 from lab.inventory import AgentPlan, Credentials, agents_document, plan_agents
 from lab.runner import SimOptions, serve_simulation
-from lab.scenario import Scenario, load_scenario
-from lab.shared import (
+from lab.scenario.load import Scenario, load_scenario
+from lab.sim.simulation import DEFAULT_DT, DEFAULT_TICK
+from lab.sim.snapshot_ring import (
     C_LIVE_TIME,
     C_STATE,
     STATE_DONE,
@@ -51,8 +52,7 @@ from lab.shared import (
     STATE_READY,
     SharedBlock,
 )
-from lab.simulation import DEFAULT_DT, DEFAULT_TICK
-from lab.simview import SimControl, SimView
+from lab.sim.view import SimControl, SimView
 from lab.snmp.agent import SnmpAgent
 from lab.snmp.mib import SwitchMib
 from lab.te.api import TeServer
@@ -60,7 +60,7 @@ from lab.te.controller import TeController
 from lab.tls import LabPki, make_pki
 from lab.wiring import Wiring, build_wiring
 from pipeline.errors import LabError
-from pipeline.topology import Topology
+from pipeline.topology.model import Topology
 
 TLS_MODES = (None, "tls", "mtls")
 _REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -134,7 +134,7 @@ class Lab:
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
             proc = subprocess.Popen(
-                [sys.executable, "-m", "lab.simproc", str(theirs.fileno())],
+                [sys.executable, "-m", "lab.sim.process", str(theirs.fileno())],
                 stdin=subprocess.PIPE, pass_fds=(theirs.fileno(),), env=env)
             theirs.close()
             assert proc.stdin is not None

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lab.scenario import Scenario
+from lab.scenario.load import Scenario
 from lab.wiring import FloatArray, IntArray, Wiring
 
 ROCE_PRIORITY = 3

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.topology import Port, Topology
+from pipeline.topology.model import Port, Topology
 
 TIER_HOST_UP = 0
 TIER_LEAF_UP = 1
@@ -112,7 +112,7 @@ class Wiring:
 
 
 def build_wiring(topo: Topology) -> Wiring:
-    """Index a spine-leaf topology (as built by :func:`pipeline.topology.spine_leaf`)."""
+    """Index a spine-leaf topology (as built by :func:`pipeline.topology.model.spine_leaf`)."""
     switches = topo.switches
     hosts = tuple(h.name for h in topo.hosts)
     dev_of = {n: i for i, n in enumerate(switches + hosts)}

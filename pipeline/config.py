@@ -118,7 +118,7 @@ class StoreSettings(Strict):
     #: how often the retention job drops expired partitions (servers without TTL)
     retention_check_s: float = Field(3600.0, gt=0)
     #: keep the 1-minute and 1-hour rollups, rolled in bulk by a scheduled job in the ingest
-    #: role (pipeline/rollup_job.py); off, long ranges read the raw samples
+    #: role (pipeline/store/rollup/job.py); off, long ranges read the raw samples
     rollups: bool = True
     #: a bucket is rolled once the data's event time is this far past its end
     rollup_lateness_s: float = Field(30.0, ge=0)

@@ -1,7 +1,7 @@
 """What a stage's loop is handed when the front door starts it.
 
-Each stage owns its loop (``collectors``, ``pipeline.ingest``, ``detectors.engine``,
-``remediation.router``, ``ui.server``); :mod:`rocewatch.app` builds one :class:`StageContext` and
+Each stage owns its loop (``collectors``, ``pipeline.ingest.loop``, ``detectors.loop``,
+``remediation.loop``, ``ui.api.server``); :mod:`rocewatch.app` builds one :class:`StageContext` and
 starts every loop of the roles it runs as a supervised thread with a shared stop event.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.bus import Bus, Topics
-from pipeline.store import Store
-from pipeline.topology import Topology
+from pipeline.bus.base import Bus, Topics
+from pipeline.store.base import Store
+from pipeline.topology.model import Topology
 
 
 @dataclass

@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 
-from pipeline.bus import Producer
+from pipeline.bus.base import Producer
 from pipeline.errors import BusError
 from pipeline.model import ActionResult
 

@@ -23,24 +23,24 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pipeline.bus import Bus, Message, Topics
-from pipeline.codec import decode_batch
-from pipeline.commands import Command, ExpireSilence, Silence, decode_command
+from pipeline.bus.base import Bus, Message, Topics
 from pipeline.errors import ConfigError, DecodeError
-from pipeline.ingest import dead_letter
+from pipeline.ingest.loop import dead_letter
 from pipeline.model import ActionOutcome, ActionResult, Alert, alerts_to_json
-from pipeline.topology import Topology
+from pipeline.topology.model import Topology
+from pipeline.wire.commands import Command, ExpireSilence, Silence, decode_command
+from pipeline.wire.samples import decode_batch
 from remediation import state
-from remediation.alerting import Alerting, build_receivers
+from remediation.alerting.assemble import Alerting, build_receivers
 from remediation.audit import Recorder
 from remediation.clock import EventClock
-from remediation.drain import Drainer
+from remediation.drains.runbook import Drainer
+from remediation.drains.switch import SwitchControl
+from remediation.drains.te import HttpTe, TeController
+from remediation.drains.telemetry import LinkTelemetry
 from remediation.receivers.base import Receiver
 from remediation.scheduler import Heartbeat
 from remediation.settings import RemediationSettings
-from remediation.switch import SwitchControl
-from remediation.te import HttpTe, TeController
-from remediation.telemetry import LinkTelemetry
 
 log = logging.getLogger("rocewatch.remediation")
 GROUP = "remediation"
@@ -126,8 +126,8 @@ class Remediation:
         g = self.settings.gnmi
         if not (g.targets_file or g.lab_agents_file or g.devices):
             return None
-        from remediation.devices import DeviceDirectory
-        from remediation.switch import GnmiSwitches
+        from remediation.drains.devices import DeviceDirectory
+        from remediation.drains.switch import GnmiSwitches
 
         return GnmiSwitches(DeviceDirectory(g), g.timeout)
 

@@ -17,10 +17,10 @@ from typing import Any
 
 from pipeline.errors import ConfigError
 from pipeline.model import Alert
-from remediation.drain import Drainer
-from remediation.guards import Proposal
-from remediation.runs import Run
-from remediation.silences import Silence, Silences
+from remediation.alerting.silences import Silence, Silences
+from remediation.drains.guards import Proposal
+from remediation.drains.runbook import Drainer
+from remediation.drains.runs import Run
 
 log = logging.getLogger("rocewatch.remediation.state")
 VERSION = 1
@@ -67,7 +67,7 @@ def load(path: str | Path) -> dict[str, Any]:
 
 def restore(data: dict[str, Any], drainer: Drainer | None, silences: Silences) -> None:
     """Put a snapshot back (a ConfigError names what is wrong with it)."""
-    from pipeline.topology import Port
+    from pipeline.topology.model import Port
 
     try:
         for s in data.get("silences", []):

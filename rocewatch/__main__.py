@@ -1,5 +1,5 @@
 """``python -m rocewatch`` is the ``rocewatch`` command."""
 
-from rocewatch.cli import main
+from rocewatch.cli.main import main
 
 main()

@@ -2,11 +2,11 @@
 
 Roles map to the stage loops they run::
 
-    collect    collectors.runner.run      devices → samples topic
-    ingest     pipeline.ingest.run        samples/alerts/actions topics → store
-    detect     detectors.engine.run       samples topic → alerts topic
-    remediate  remediation.router.run     alerts topic → receivers, drains → actions topic
-    api        ui.server.run              store → REST API
+    collect    collectors.loop.run      devices → samples topic
+    ingest     pipeline.ingest.loop.run        samples/alerts/actions topics → store
+    detect     detectors.loop.run       samples topic → alerts topic
+    remediate  remediation.loop.run     alerts topic → receivers, drains → actions topic
+    api        ui.api.server.run              store → REST API
 
 Each loop runs in its own thread. A loop that raises is logged and restarted with exponential
 backoff; the platform stops when the shared stop event is set (signal, scenario end, test).
@@ -22,21 +22,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.bus import Bus, MemoryBus, Topics
+from pipeline.bus.base import Bus, MemoryBus, Topics
 from pipeline.errors import ConfigError, RocewatchError
 from pipeline.stage import StageContext, StageLoop
-from pipeline.store import Store, open_store
-from pipeline.topology import Topology
+from pipeline.store.base import Store, open_store
+from pipeline.topology.model import Topology
 from rocewatch.settings import Settings, check
 
 log = logging.getLogger("rocewatch")
 
 ROLES: dict[str, str] = {
-    "collect": "collectors.runner:run",
-    "ingest": "pipeline.ingest:run",
-    "detect": "detectors.engine:run",
-    "remediate": "remediation.router:run",
-    "api": "ui.server:run",
+    "collect": "collectors.loop:run",
+    "ingest": "pipeline.ingest.loop:run",
+    "detect": "detectors.loop:run",
+    "remediate": "remediation.loop:run",
+    "api": "ui.api.server:run",
 }
 ALL_ROLES: tuple[str, ...] = tuple(ROLES)
 
@@ -50,7 +50,7 @@ def load_loop(role: str) -> StageLoop:
 def open_bus(settings: Settings) -> Bus:
     if settings.bus.kind == "memory":
         return MemoryBus(partitions=settings.bus.partitions, capacity=settings.bus.capacity)
-    from pipeline.bus_kafka import KafkaBus
+    from pipeline.bus.kafka import KafkaBus
 
     bus: Bus = KafkaBus(settings.bus)
     return bus

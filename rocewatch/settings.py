@@ -30,7 +30,7 @@ from remediation.settings import RemediationSettings
 
 class Settings(Strict):
     site: str = "rocewatch"
-    #: path of the fabric's topology JSON (``pipeline.topology.Topology.to_json``)
+    #: path of the fabric's topology JSON (``pipeline.topology.model.Topology.to_json``)
     topology: str = ""
     bus: BusSettings = BusSettings()
     store: StoreSettings = StoreSettings()

@@ -153,7 +153,7 @@ def up(config_path: str | None, scenario: Path, speed: float, workdir: Path, api
         api_url = f"http://127.0.0.1:{api_port}"
         if not no_dashboard:
             env = {**os.environ, "ROCEWATCH_DASHBOARD__API_URL": api_url}
-            dashboard = Path(__file__).resolve().parent.parent / "ui" / "dashboard.py"
+            dashboard = Path(__file__).resolve().parent.parent / "ui" / "dashboard" / "app.py"
             dash_proc = subprocess.Popen(
                 [sys.executable, "-m", "streamlit", "run", str(dashboard),
                  "--server.headless", "true", "--server.address", "127.0.0.1",

@@ -88,7 +88,7 @@ def kafka_settings(kafka_address: str) -> Any:
 
 @pytest.fixture
 def kafka_bus(kafka_settings: Any) -> Iterator[Any]:
-    from pipeline.bus_kafka import KafkaBus
+    from pipeline.bus.kafka import KafkaBus
 
     bus = KafkaBus(kafka_settings)
     yield bus
@@ -99,7 +99,7 @@ def kafka_bus(kafka_settings: Any) -> Iterator[Any]:
 def chdb_store(chdb_dir: Path) -> Iterator[Any]:
     """A chDB store on a database of its own."""
     from pipeline.config import StoreSettings
-    from pipeline.store import open_store
+    from pipeline.store.base import open_store
 
     store = open_store(StoreSettings(kind="chdb", chdb_path=str(chdb_dir), database=unique("db")))
     yield store
@@ -118,7 +118,7 @@ def clickhouse_settings(address: tuple[str, int], database: str, **store: Any) -
 @pytest.fixture
 def clickhouse_store(clickhouse_address: tuple[str, int]) -> Iterator[Any]:
     """A ClickHouse-server store on a database of its own."""
-    from pipeline.store import open_store
+    from pipeline.store.base import open_store
 
     store = open_store(clickhouse_settings(clickhouse_address, unique("db")))
     yield store

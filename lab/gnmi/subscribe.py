@@ -30,7 +30,7 @@ from lab import counters as cf
 from lab.gnmi.dialects import PathError, SwitchModel
 from lab.gnmi.leaves import Kind
 from lab.gnmi.render import LeafSelection, Selection
-from lab.simview import SimView
+from lab.sim.view import SimView
 
 _SAMPLE, _ON_CHANGE, _TARGET_DEFINED = pb.SAMPLE, pb.ON_CHANGE, pb.TARGET_DEFINED
 _STATUS_KINDS = (int(Kind.ENUM), int(Kind.BOOL))

@@ -25,7 +25,7 @@ from lab.gnmi.dialects import PathError, SwitchModel
 from lab.gnmi.jsontree import build_tree
 from lab.gnmi.render import LeafSelection
 from lab.gnmi.subscribe import SubscriptionPlan, run_stream, snapshot_responses
-from lab.simview import SimControl, SimView
+from lab.sim.view import SimControl, SimView
 
 GNMI_VERSION = "0.8.0"
 Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]

@@ -19,7 +19,7 @@ from pysnmp.proto import rfc1902, rfc1905
 from pysnmp.smi import error as smi_error
 
 from lab.inventory import Credentials
-from lab.simview import SimView
+from lab.sim.view import SimView
 from lab.snmp.mib import SwitchMib
 
 _AUTH = {"SHA": config.USM_AUTH_HMAC96_SHA, "MD5": config.USM_AUTH_HMAC96_MD5,

@@ -20,8 +20,8 @@ from lab import counters as cf
 from lab.buffers import BufferProfile
 from lab.faults import FaultSchedule
 from lab.routing import RouteInputs, Router
-from lab.scenario import Scenario
-from lab.simview import SimControl, SimView
+from lab.scenario.load import Scenario
+from lab.sim.view import SimControl, SimView
 from lab.te.cspf import Plan, isolates, plan_paths
 from lab.traffic import EntryTable, FlowTable, build_entries, build_flows
 from lab.wiring import Wiring

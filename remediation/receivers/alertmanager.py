@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 from pydantic import model_validator
 
 from pipeline.model import Alert
-from remediation.alertview import alert_annotations, rfc3339
-from remediation.dispatch import ReceiverCaps
-from remediation.notification import Notification
+from remediation.alerting.dispatch import ReceiverCaps
+from remediation.alerting.labels import alert_annotations, rfc3339
+from remediation.alerting.notification import Notification
 from remediation.receivers.base import HttpOptions, HttpReceiver, where
 from remediation.settings import Duration
 

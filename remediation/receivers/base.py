@@ -18,8 +18,8 @@ from pydantic import Field, SecretStr
 
 from pipeline.config import Strict
 from pipeline.errors import RemediationError
-from remediation.dispatch import ReceiverCaps
-from remediation.notification import Notification
+from remediation.alerting.dispatch import ReceiverCaps
+from remediation.alerting.notification import Notification
 from remediation.settings import Duration
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from pipeline.errors import RocewatchError
 from pipeline.model import ActionResult
+from remediation.alerting.notification import Notification
 from remediation.audit import Recorder
-from remediation.notification import Notification
 from remediation.receivers.base import DeliveryError, Receiver
 
 log = logging.getLogger("rocewatch.remediation.delivery")

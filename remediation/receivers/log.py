@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-from remediation.dispatch import ReceiverCaps
-from remediation.notification import Notification
+from remediation.alerting.dispatch import ReceiverCaps
+from remediation.alerting.notification import Notification
 from remediation.receivers.base import RetryOptions
 
 log = logging.getLogger("rocewatch.alerts")

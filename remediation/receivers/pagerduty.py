@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field, SecretStr, field_validator
 
-from remediation.alertview import alert_annotations, rfc3339
-from remediation.notification import Notification
+from remediation.alerting.labels import alert_annotations, rfc3339
+from remediation.alerting.notification import Notification
 from remediation.receivers.base import DeliveryError, HttpOptions, HttpReceiver
 
 SEVERITIES = {"critical": "critical", "warning": "warning", "info": "info"}

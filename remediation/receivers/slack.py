@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from remediation.alertview import alert_annotations
-from remediation.notification import Notification
+from remediation.alerting.labels import alert_annotations
+from remediation.alerting.notification import Notification
 from remediation.receivers.base import HttpOptions, HttpReceiver
 
 ICONS = {"firing": ":red_circle:", "resolved": ":large_green_circle:"}

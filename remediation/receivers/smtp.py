@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field, SecretStr
 
-from remediation.alertview import alert_annotations, rfc3339
-from remediation.dispatch import ReceiverCaps
-from remediation.notification import Notification
+from remediation.alerting.dispatch import ReceiverCaps
+from remediation.alerting.labels import alert_annotations, rfc3339
+from remediation.alerting.notification import Notification
 from remediation.receivers.base import DeliveryError, RetryOptions
 
 

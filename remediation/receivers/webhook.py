@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from pipeline.model import Alert
-from remediation.alertview import alert_annotations, rfc3339, status
-from remediation.notification import Notification
+from remediation.alerting.labels import alert_annotations, rfc3339, status
+from remediation.alerting.notification import Notification
 from remediation.receivers.base import HttpOptions, HttpReceiver, where
 
 #: how a notification's reason is spelled in ``notification_reason``

@@ -30,7 +30,7 @@ from cryptography.x509.oid import NameOID
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
 from pipeline.model import SampleBatch
-from rocewatch.bench_peers import in_netns
+from rocewatch.bench.peers import in_netns
 
 # -- sinks ------------------------------------------------------------------------------------
 
@@ -160,7 +160,7 @@ def gnmi_targets() -> Iterator[list[ScriptedTarget]]:
 def notification(ts: int, updates: list[tuple[str, pb.TypedValue]], origin: str = "openconfig",
                  prefix: str = "", target: str = "", deletes: tuple[str, ...] = ()) -> bytes:
     """A serialized SubscribeResponse with one notification (paths in text form)."""
-    from collectors.gnmi_session import parse_path
+    from collectors.gnmi.session import parse_path
 
     n = pb.Notification(timestamp=ts, prefix=parse_path(prefix, origin=origin, target=target))
     for path, value in updates:

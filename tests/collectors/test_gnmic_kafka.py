@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from collectors.gnmi.mapping import PathMapper
 from collectors.gnmic_kafka import EventDecoder, GnmicKafkaCollector, GnmicKafkaOptions
-from collectors.mapping import PathMapper
 from collectors.profile import GnmiProfile, load_profile
 from pipeline.errors import DecodeError
 from pipeline.model import BatchBuilder, SampleBatch
@@ -93,7 +93,7 @@ def test_garbage_is_a_decode_error_and_adds_nothing(decoder: EventDecoder, paylo
 
 def test_the_collector_reads_a_topic_and_dead_letters_garbage(kafka_settings: Any,
                                                               unique_name: Any) -> None:
-    from pipeline.bus_kafka import KafkaBus
+    from pipeline.bus.kafka import KafkaBus
 
     topic, prefix = unique_name("gnmic"), unique_name("rw") + "."
     options = GnmicKafkaOptions(kafka=kafka_settings.kafka, topic=topic, topic_prefix=prefix)

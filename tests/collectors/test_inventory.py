@@ -11,11 +11,11 @@ import yaml
 from click.testing import CliRunner
 
 from collectors.base import load_targets
-from collectors.gnmi import GnmiOptions
+from collectors.gnmi.collector import GnmiOptions
 from collectors.inventory import load_inventory, parse_inventory
 from pipeline.errors import ConfigError
 from pipeline.inventory import from_lab, resolve_secrets
-from rocewatch.targets_cli import targets
+from rocewatch.cli.targets import targets
 
 GOOD = """
 format: 1

@@ -18,7 +18,7 @@ from detectors.chain import DetectionChain
 from detectors.settings import DetectionSettings
 from pipeline.metrics import CATALOG, IS_COUNTER, metric_id
 from pipeline.model import Alert, SampleBatch
-from pipeline.topology import Topology, spine_leaf
+from pipeline.topology.model import Topology, spine_leaf
 
 EPOCH = 1_700_000_000_000_000_000
 LINE = 400e9

@@ -1,6 +1,6 @@
 """Feed the detection chain straight from the lab's simulation, without agents or collectors.
 
-For detector tests and calibration: the lab's :class:`~lab.simulation.Simulation` is stepped in
+For detector tests and calibration: the lab's :class:`~lab.sim.simulation.Simulation` is stepped in
 process and, every sample interval, each switch's counters become one ``SampleBatch`` holding only
 the metrics its vendor profile serves (``docs/telemetry-dialects.md``). The real path (agents,
 collectors, bus) is exercised by the end-to-end tests; this is the fast inner loop.
@@ -15,8 +15,8 @@ import numpy as np
 
 from lab import counters as lab_counters
 from lab.inventory import plan_agents
-from lab.scenario import Scenario
-from lab.simulation import Simulation
+from lab.scenario.load import Scenario
+from lab.sim.simulation import Simulation
 from pipeline.metrics import metric_id
 from pipeline.model import FLAG_COUNTER32, Alert, SampleBatch
 

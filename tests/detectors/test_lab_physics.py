@@ -10,9 +10,9 @@ import pytest
 
 from detectors.chain import DetectionChain
 from detectors.settings import DetectionSettings
-from lab.scenario import load_scenario
-from rocewatch.scenario import Gathered, build_report
-from rocewatch.scoring import score
+from lab.scenario.load import load_scenario
+from rocewatch.scenario.runner import Gathered, build_report
+from rocewatch.scenario.scoring import score
 from tests.detectors.simfeed import EPOCH_NS, SimFeed, run_chain
 
 ROOT = Path(__file__).parent.parent

@@ -9,11 +9,11 @@ from click.testing import CliRunner
 from detectors.chain import DetectionChain
 from detectors.replay import store_batches, topic_batches
 from detectors.settings import DetectionSettings
-from pipeline.bus import MemoryBus, Topics
-from pipeline.codec import encode_batch
+from pipeline.bus.base import MemoryBus, Topics
 from pipeline.model import SampleBatch
+from pipeline.wire.samples import encode_batch
 from tests.detectors.conftest import EPOCH, Feed, small
-from tests.detectors.test_port_rules import STUCK
+from tests.detectors.rules.test_port_rules import STUCK
 
 #: recent enough for the store's retention (old rows are dropped on insert)
 RECENT = (time.time_ns() // 10**9 - 3600) * 10**9
@@ -62,7 +62,7 @@ def test_replay_from_a_topic_skips_garbage():
 
 
 def test_replay_command_needs_a_range():
-    from rocewatch.replay_cli import replay
+    from rocewatch.cli.replay import replay
 
     result = CliRunner().invoke(replay, [])
     assert result.exit_code != 0 and "--start" in result.output

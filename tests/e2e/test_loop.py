@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rocewatch.scenario import run_scenario
-from rocewatch.scoring import score
+from rocewatch.scenario.runner import run_scenario
+from rocewatch.scenario.scoring import score
 
 HERE = Path(__file__).parent
 SPEED = 5.0

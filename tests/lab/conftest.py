@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from lab.runtime import Lab
-from lab.scenario import Scenario, parse_scenario
+from lab.scenario.load import Scenario, parse_scenario
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"   # copies of shared/scenarios
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from rocewatch.lab_cli import lab
+from rocewatch.cli.lab import lab
 from tests.lab.conftest import SCENARIOS, scenario_dict
 
 TINY = scenario_dict(duration_s=3, fabric={"spines": 1, "leaves": 2, "hosts_per_leaf": 1,

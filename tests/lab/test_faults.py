@@ -9,7 +9,7 @@ import pytest
 
 from lab import counters as cf
 from lab.buffers import BufferProfile
-from lab.simulation import Simulation
+from lab.sim.simulation import Simulation
 from tests.lab.conftest import make_scenario
 
 FABRIC = {"spines": 2, "leaves": 2, "hosts_per_leaf": 4}   # host1-4 on leaf1, host5-8 on leaf2

@@ -7,8 +7,8 @@ import pytest
 
 from lab import counters as cf
 from lab.buffers import BufferProfile
-from lab.scenario import parse_scenario
-from lab.simulation import Simulation
+from lab.scenario.load import parse_scenario
+from lab.sim.simulation import Simulation
 from lab.stats import _expected_mark
 from tests.lab.conftest import make_scenario, scenario_dict
 

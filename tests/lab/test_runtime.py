@@ -13,7 +13,7 @@ import pytest
 
 from lab.runtime import Lab
 from pipeline.errors import LabError
-from pipeline.topology import Topology
+from pipeline.topology.model import Topology
 from tests.lab.conftest import make_scenario
 
 

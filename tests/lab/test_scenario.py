@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lab.scenario import FAULT_KINDS, load_scenario, parse_scenario
-from lab.simulation import Simulation
+from lab.scenario.load import FAULT_KINDS, load_scenario, parse_scenario
+from lab.sim.simulation import Simulation
 from pipeline.errors import ConfigError
 from tests.lab.conftest import SCENARIOS, scenario_dict
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline.errors import ConfigError
-from pipeline.topology import Port, Topology, link_id, spine_leaf
+from pipeline.topology.model import Port, Topology, link_id, spine_leaf
 
 
 def test_names_follow_the_scenario_format() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc
 
-from pipeline.topology import Port, Topology
+from pipeline.topology.model import Port, Topology
 
 
 @dataclass

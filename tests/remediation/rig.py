@@ -8,15 +8,15 @@ from typing import Any
 
 from pipeline.metrics import metric_id
 from pipeline.model import ActionResult, Alert, BatchBuilder
-from pipeline.topology import Port, Topology, spine_leaf
+from pipeline.topology.model import Port, Topology, spine_leaf
+from remediation.alerting.silences import Silences
 from remediation.audit import Recorder
-from remediation.devices import DeviceDirectory
-from remediation.drain import Drainer
+from remediation.drains.devices import DeviceDirectory
+from remediation.drains.runbook import Drainer
+from remediation.drains.switch import GnmiSwitches, SwitchControl
+from remediation.drains.te import HttpTe
+from remediation.drains.telemetry import LinkTelemetry
 from remediation.settings import GnmiSettings, RemediationSettings, TeSettings
-from remediation.silences import Silences
-from remediation.switch import GnmiSwitches, SwitchControl
-from remediation.te import HttpTe
-from remediation.telemetry import LinkTelemetry
 from tests.remediation.gnmi_target import Targets
 from tests.remediation.support import at
 

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
-from pipeline.topology import Topology
+from pipeline.topology.model import Topology
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.model import Alert
-from remediation.alertview import alert_annotations
+from remediation.alerting.labels import alert_annotations
 from remediation.runbooks import DIR, kinds
 
 #: the scenario format's incident kinds (shared/scenarios/README.md) and remediation's own

@@ -14,7 +14,7 @@ PACKAGES = ("rocewatch", "lab", "pipeline", *STAGES)
 ALLOWED: dict[str, set[str]] = {
     "pipeline": {"pipeline"},
     **{stage: {stage, "pipeline"} for stage in STAGES},
-    "lab": {"lab", "pipeline.topology", "pipeline.errors", "pipeline.metrics"},
+    "lab": {"lab", "pipeline.topology.model", "pipeline.errors", "pipeline.metrics"},
     "rocewatch": set(PACKAGES),
 }
 
@@ -48,9 +48,9 @@ def test_imports_point_down(package: str) -> None:
 
 def test_the_checker_catches_an_upward_import(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text("import os\nfrom detectors.engine import run\nimport pipeline.model\n")
+    probe.write_text("import os\nfrom detectors.loop import run\nimport pipeline.model\n")
     modules = [m for _, m in project_imports(probe)]
-    assert modules == ["detectors.engine", "pipeline.model"]
-    assert not allowed("pipeline", "detectors.engine")
+    assert modules == ["detectors.loop", "pipeline.model"]
+    assert not allowed("pipeline", "detectors.loop")
     assert allowed("detectors", "pipeline.model")
-    assert not allowed("ui", "remediation.drain")
+    assert not allowed("ui", "remediation.drains.runbook")

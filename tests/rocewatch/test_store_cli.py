@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 
-from rocewatch.store_cli import store
+from rocewatch.cli.store import store
 
 
 def test_ddl_for_a_legacy_cluster_without_a_server() -> None:
@@ -64,7 +64,7 @@ def test_migrate_info_and_retention_on_the_server(tmp_path: Path,
         retention = runner.invoke(store, ["retention", "-c", config])
         assert retention.exit_code == 0 and "nothing past retention" in retention.output
     finally:
-        from pipeline.store import open_store
+        from pipeline.store.base import open_store
         from rocewatch.settings import load_settings
 
         s = open_store(load_settings(config).store)

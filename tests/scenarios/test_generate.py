@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lab.scenario import load_scenario
-from rocewatch.scenario_gen import FAULT_KINDS, generate, write
+from lab.scenario.load import load_scenario
+from rocewatch.scenario.generate import FAULT_KINDS, generate, write
 
 
 def test_generated_scenarios_are_valid_and_cover_every_kind(tmp_path: Path) -> None:

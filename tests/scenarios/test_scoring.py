@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from lab.scenario import Scenario, parse_scenario
+from lab.scenario.load import Scenario, parse_scenario
 from pipeline.model import Alert
-from rocewatch.scenario import (
+from rocewatch.scenario.runner import (
     SNMP_RUN_BUDGET,
     SNMP_VARBINDS_PER_PORT,
     alert_entries,
     harness_speed,
 )
-from rocewatch.scoring import SuiteTotals, score
+from rocewatch.scenario.scoring import SuiteTotals, score
 
 S = 1_000_000_000
 
@@ -89,7 +89,7 @@ def test_report_entries_keep_the_first_raise_the_last_verdict_and_only_detection
 
 def test_action_entries_name_what_was_acted_on():
     from pipeline.model import ActionResult
-    from rocewatch.scenario import action_entries
+    from rocewatch.scenario.runner import action_entries
 
     incident = Alert(name="faulty_link", entity="leaf3~spine2", starts_at_ns=50 * S,
                      updated_at_ns=51 * S, source="correlator")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from rocewatch.scenario import run_scenario
-from rocewatch.scoring import names_target, score
+from rocewatch.scenario.runner import run_scenario
+from rocewatch.scenario.scoring import names_target, score
 
 HERE = Path(__file__).parent
 FAST = ["15-pfc-deadlock.yaml", "20-fast-cadence-down-storm.yaml", "12-link-down-snmp-only.yaml"]

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from pipeline.config import StoreSettings
-from pipeline.store import Store, open_store
+from pipeline.store.base import Store, open_store
 from tests.ui.ui_fabric import FaultyFabric, write_fabric
-from ui.api import create_app
-from ui.query import Query, StatusOptions
-from ui.server import Running, start_background
+from ui.api.app import create_app
+from ui.api.server import Running, start_background
+from ui.query.layer import Query, StatusOptions
 
 
 @dataclass

@@ -17,9 +17,9 @@ import numpy as np
 
 from pipeline.metrics import METRIC_ID
 from pipeline.model import ActionResult, Alert, SampleBatch, Severity
-from pipeline.rollup_job import RollupJob
-from pipeline.store import Store
-from pipeline.topology import Topology, spine_leaf
+from pipeline.store.base import Store
+from pipeline.store.rollup.job import RollupJob
+from pipeline.topology.model import Topology, spine_leaf
 
 NS = 1_000_000_000
 FAULTY_LINK = "leaf3~spine2"

@@ -1,0 +1,2 @@
+"""The gNMI collector: sessions, subscriptions, the hot-path decoder, path mapping and
+recordings."""

@@ -1,0 +1,213 @@
+"""The SNMP collector: every SNMP target polled on its own schedule in one asyncio loop.
+
+``run`` owns an event loop in the calling thread. An APScheduler ``AsyncIOScheduler`` in that loop
+starts each target's poll every sample interval (start times spread by a hash of the name, so a
+thousand targets do not fire in the same millisecond); a poll still running when its next turn
+comes is not doubled up but counted as an overrun, and that interval honestly reports
+``collector_received = 0``. Polls are coroutines with their own timeouts and retries: a dead
+target costs its own task a few timeouts and nothing else. A second job emits each target's health
+samples once per interval of device time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import zlib
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from pydantic import Field
+
+from collectors.base import Collector, CollectorOptions, Emit, load_targets, summarize
+from collectors.health import DeviceClock, ErrorTally, TargetHealth
+from collectors.profile import SnmpProfile, load_profile
+from collectors.snmp.client import SnmpClient, V2cChannel, V3Target
+from collectors.snmp.poll import SnmpPoller
+from pipeline.errors import ConfigError
+from pipeline.inventory import Target, resolve_secrets
+from pipeline.model import BatchBuilder
+
+log = logging.getLogger("rocewatch.collectors.snmp")
+
+
+class SnmpOptions(CollectorOptions):
+    #: local address of the collector's UDP socket ("" lets the system choose)
+    bind_address: str = ""
+    #: polls in flight at once (the rest wait their turn)
+    max_concurrent_polls: int = Field(64, ge=1)
+    #: how often the ifIndex → ifName map is walked again (wall seconds)
+    ifname_refresh_s: float = Field(300.0, gt=0)
+
+
+class _Target:
+    __slots__ = ("busy", "health", "overruns", "poller", "target")
+
+    def __init__(self, target: Target, health: TargetHealth) -> None:
+        self.target = target
+        self.health = health
+        self.poller: SnmpPoller | None = None
+        self.busy = False
+        self.overruns = 0
+
+
+class SnmpCollector(Collector):
+    """SNMP v2c/v3 poller for every SNMP target of the inventory."""
+
+    name = "snmp"
+    Options = SnmpOptions
+
+    def __init__(self, instance: str, options: SnmpOptions, *, emit: Emit) -> None:
+        super().__init__(instance, options, emit=emit)
+        self.opts = options
+        targets, self.env = load_targets(options, "snmp")
+        self.tally = ErrorTally(f"snmp collector {instance}")
+        self.clock = DeviceClock()
+        self.profiles: dict[str, SnmpProfile] = {}
+        self.targets: dict[str, _Target] = {}
+        for target in targets:
+            profile = load_profile(target.profile, options.profile_dirs)
+            if not isinstance(profile, SnmpProfile):
+                raise ConfigError(f"target {target.name}: profile {target.profile} is not SNMP")
+            self.profiles[target.name] = profile
+            health = TargetHealth(target.name, "snmp", target.address, target.profile,
+                                  target.sample_interval_s,
+                                  DeviceClock(target.clock_rate, fallback=self.clock),
+                                  stale_intervals=options.stale_intervals)
+            self.targets[target.name] = _Target(target, health)
+        if not self.targets:
+            log.warning("snmp collector %s has no SNMP targets", instance)
+        self._channel: V2cChannel | None = None
+        #: SNMPv3 engines by credentials: pysnmp keeps USM users by name, so targets that share
+        #: a user name with different keys need engines of their own
+        self._engines: dict[tuple[str, ...], Any] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._semaphore: asyncio.Semaphore | None = None
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(self._main(stop))
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _main(self, stop: threading.Event) -> None:
+        loop = asyncio.get_running_loop()
+        stopped = asyncio.Event()
+        waker = threading.Thread(target=lambda: (stop.wait(), loop.call_soon_threadsafe(
+            stopped.set)), daemon=True, name=f"snmp-{self.instance}-stop")
+        waker.start()
+        self._semaphore = asyncio.Semaphore(self.opts.max_concurrent_polls)
+        bind = (self.opts.bind_address, 0) if self.opts.bind_address else None
+        self._channel = V2cChannel(bind)
+        await self._channel.open()
+        scheduler = AsyncIOScheduler(event_loop=loop, timezone=UTC, job_defaults={
+            "coalesce": True, "max_instances": 2, "misfire_grace_time": None})
+        now = datetime.now(UTC)
+        tick = 0.5
+        for name, t in self.targets.items():
+            interval = t.health.interval_wall
+            tick = min(tick, interval / 4)
+            offset = (zlib.crc32(name.encode()) % 1000) / 1000 * interval
+            scheduler.add_job(self._poll_job, IntervalTrigger(seconds=interval), args=[name],
+                              id=f"poll-{name}", next_run_time=now + timedelta(seconds=offset))
+        scheduler.add_job(self._health_job, IntervalTrigger(seconds=max(tick, 0.01)),
+                          id="health", next_run_time=now)
+        scheduler.start()
+        self.started.set()
+        try:
+            await stopped.wait()
+        finally:
+            # no new runs; let runs already handed to the loop start, cancel them, and only
+            # then shut the scheduler down (it cancels whatever it still holds, and logs that)
+            scheduler.pause()
+            await asyncio.sleep(0)
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.sleep(0)  # lets the scheduler's completion callbacks run
+            scheduler.shutdown(wait=False)
+            self._channel.close()
+            for engine in self._engines.values():
+                engine.close_dispatcher()
+            waker.join(1.0)
+
+    # -- jobs ----------------------------------------------------------------------------------
+
+    async def _poll_job(self, name: str) -> None:
+        t = self.targets[name]
+        if t.busy:
+            t.overruns += 1
+            return
+        task = asyncio.current_task()
+        assert task is not None and self._semaphore is not None
+        self._tasks.add(task)
+        t.busy = True
+        try:
+            async with self._semaphore:
+                poller = t.poller or self._poller(t)
+                if poller is None:
+                    return
+                batch = await poller.poll()
+            if batch is not None and len(batch):
+                self.emit(batch)
+        except asyncio.CancelledError:
+            return  # the collector is stopping; ending quietly keeps the scheduler from logging
+        finally:
+            t.busy = False
+            self._tasks.discard(task)
+
+    def _poller(self, t: _Target) -> SnmpPoller | None:
+        target = t.target
+        assert target.snmp is not None and self._channel is not None
+        try:
+            secrets = resolve_secrets(target, self.env)
+        except ConfigError as exc:
+            t.health.last_error = str(exc)
+            self.tally.record(t.health, "config", str(exc))
+            return None
+        client: SnmpClient
+        if target.snmp.version == "3":
+            snmp = target.snmp
+            key = (snmp.user, snmp.auth_protocol, secrets.auth_key, snmp.priv_protocol,
+                   secrets.priv_key)
+            engine = self._engines.get(key)
+            if engine is None:
+                from pysnmp.hlapi.v3arch.asyncio import SnmpEngine
+
+                engine = self._engines[key] = SnmpEngine()
+            client = V3Target(engine, target, secrets)
+        else:
+            client = self._channel.target(target, secrets)
+        t.poller = SnmpPoller(target.name, self.profiles[target.name], client, t.health,
+                              self.tally, target.snmp.max_repetitions,
+                              self.opts.ifname_refresh_s, target.snmp.columns_per_request)
+        return t.poller
+
+    async def _health_job(self) -> None:
+        wall = time.monotonic()
+        for t in self.targets.values():
+            if t.health.due(wall):
+                builder = BatchBuilder()
+                t.health.tick(builder, wall)
+                self.emit(builder.build())
+
+    # -- health --------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        wall = time.monotonic()
+        targets: dict[str, dict[str, Any]] = {}
+        for name, t in self.targets.items():
+            snap = t.health.snapshot(wall)
+            snap["overruns"] = t.overruns
+            snap["varbinds_total"] = t.poller.varbinds_total if t.poller else 0
+            targets[name] = snap
+        malformed = self._channel.malformed if self._channel else 0
+        return summarize("snmp", self.instance, targets, unattributed_malformed=malformed)

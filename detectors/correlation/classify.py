@@ -1,0 +1,204 @@
+"""Root classification: what sits at the root of each pause tree, and which incident that is.
+
+Each root of the pause graph (:mod:`detectors.correlation.pause_graph`) is judged from the symptoms
+on it
+(Hawkeye's signatures, read from counters):
+
+=========================================  ===================================================
+root                                       incident
+=========================================  ===================================================
+a host whose leaf port is stuck            ``pfc_storm`` on the host (a NIC that stopped
+(``pfc_watchdog``: paused, no drain)       draining: Guo et al. SIGCOMM'16)
+a host pausing while taking < line rate    ``slow_receiver`` on the host
+(``host_slow_drain``)
+a host port at line rate with demand far   ``incast`` on the host (many senders, one receiver)
+above it (``egress_oversubscribed``)
+a switch pausing with no overload or ECN   ``buffer_misconfig`` on the switch (XOFF set too
+(``pause_without_load``)                   low: PFC fires before any real congestion or ECN)
+a leaf whose ECMP group is uneven          ``ecmp_imbalance`` on the leaf (hash collision:
+(``uplink_imbalance``)                     its hot uplink's congestion is explained)
+a set of ports waiting on each other with  ``pfc_deadlock`` on the links of the cycle
+no way out, every one stuck
+=========================================  ===================================================
+
+A congestion root that matches none of these (a busy port doing its job) is not an incident: its
+symptoms stay visible, unexplained, and nobody is paged for benign congestion.
+"""
+
+from __future__ import annotations
+
+from detectors.correlation.incident import Finding
+from detectors.correlation.pause_graph import PauseGraph, device_node, host_node, strongly_connected
+from detectors.kinds import (
+    BUFFER_MISCONFIG,
+    ECMP_IMBALANCE,
+    INCAST,
+    OVERSUBSCRIBED,
+    PAUSE_WITHOUT_LOAD,
+    PFC_DEADLOCK,
+    PFC_HOLD,
+    PFC_PAUSING,
+    PFC_STORM,
+    PFC_WATCHDOG,
+    SLOW_DRAIN,
+    SLOW_RECEIVER,
+    UPLINK_IMBALANCE,
+)
+from pipeline.model import Alert, Severity
+from pipeline.topology.model import Port, Topology
+
+
+def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
+    """Storms, slow receivers and incasts, each rooted at a host's leaf port."""
+    out = []
+    shares = sender_shares(graph, topology)
+    for host in topology.hosts:
+        label = str(host.port)
+        here = graph.symptoms.get(label, [])
+        if not here:
+            continue
+        by_name = {a.name: a for a in here}
+        tree = _ports(graph.ancestors([host_node(host.name), label]) | {label}, topology)
+        if PFC_WATCHDOG in by_name:
+            a = by_name[PFC_WATCHDOG]
+            stuck = min(1.0, a.evidence.get("pause_share", 1.0)) * \
+                (1.0 - min(1.0, a.evidence.get("drain", 0.0) / 0.01))
+            out.append(Finding(PFC_STORM, host.name, (label,), [a], Severity.CRITICAL,
+                               0.5 + 0.5 * stuck, dict(a.evidence), tree,
+                               f"{host.name} pauses {label} continuously and takes nothing"))
+        elif SLOW_DRAIN in by_name:
+            a = by_name[SLOW_DRAIN]
+            duty = min(1.0, a.evidence.get("pause_share", 0.0) / 0.5)
+            out.append(Finding(SLOW_RECEIVER, host.name, (label,), [a], Severity.WARNING,
+                               0.5 + 0.5 * duty, dict(a.evidence), tree,
+                               f"{host.name} drains below line rate and pauses {label}"))
+        elif OVERSUBSCRIBED in by_name and _saturated(by_name[OVERSUBSCRIBED]):
+            a = by_name[OVERSUBSCRIBED]
+            senders = shares.get(label, [])
+            effective = sum(share for share, _ in senders)
+            if effective < INCAST_MIN_SENDERS:
+                continue  # a busy receiver: demand near its line rate is what collectives do
+            throttles = sorted(t for _, t in senders)
+            evidence = {**a.evidence, "senders": effective,
+                        "demand_ratio": 1.0 / max(1e-3, 1.0 - throttles[len(throttles) // 2])}
+            out.append(Finding(INCAST, host.name, (label,), [a], Severity.WARNING,
+                               min(1.0, 0.5 + 0.05 * effective), evidence, tree,
+                               f"{host.name} receives from about {effective:.0f} senders held "
+                               "to under half their line rate"))
+    return out
+
+
+#: senders held to less than half their line rate: demand at least twice the capacity
+INCAST_THROTTLE = 0.5
+INCAST_MIN_SENDERS = 2
+#: an oversubscribed egress below this utilisation has stopped being fed
+SATURATED_UTIL = 0.5
+
+
+def sender_shares(graph: PauseGraph, topology: Topology) -> dict[str, list[tuple[float, float]]]:
+    """Per saturated host port: the senders held below ``INCAST_THROTTLE`` whose pause paths lead
+    to it, each as (its share, its throttle). A sender whose paths lead to k saturated ports counts
+    1/k toward each: an incast is many senders converging on *one* receiver, while benign
+    oversubscription spreads each sender's traffic, and its back-pressure, over several."""
+    roots = {str(h.port) for h in topology.hosts
+             if any(_saturated(a) for a in graph.symptoms.get(str(h.port), ()))}
+    out: dict[str, list[tuple[float, float]]] = {}
+    if not roots:
+        return out
+    stalled = {p for cycle in _cycles(graph, _held(graph)) for p in cycle}
+    for host in topology.hosts:
+        pausing = [a for a in graph.symptoms.get(str(host.port), []) if a.name == PFC_PAUSING]
+        throttle = max((a.evidence.get("throttle", 0.0) for a in pausing), default=0.0)
+        if throttle < INCAST_THROTTLE:
+            continue
+        below = graph.descendants(host_node(host.name))
+        if below & stalled:
+            continue  # held back by a deadlock: its throttle says nothing about the receiver
+        reached = below & roots
+        for root in reached:
+            out.setdefault(root, []).append((1.0 / len(reached), throttle))
+    return out
+
+
+def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
+                    topology: Topology) -> list[Finding]:
+    """Switch-level roots: misconfigured buffers, uneven ECMP groups."""
+    out = []
+    for alert in device_symptoms:
+        device = alert.entity
+        ports = [str(p) for p in topology.ports(device)]
+        if alert.name == PAUSE_WITHOUT_LOAD:
+            shallow = alert.evidence.get("pfc_before_ecn", 0.0) > 0
+            if not shallow and any(graph.is_blocked(p) for p in ports):
+                continue  # its pauses pass on congestion seen on its own egress
+            tree = _ports(graph.ancestors([device_node(device), *ports]), topology)
+            tree |= set(ports) | {device}
+            out.append(Finding(BUFFER_MISCONFIG, device, tuple(alert.ports), [alert],
+                               Severity.WARNING, _confidence(alert),
+                               dict(alert.evidence), tree,
+                               f"{device} pauses its neighbours with no overload behind it"))
+        elif alert.name == UPLINK_IMBALANCE:
+            uplinks = [str(p) for p in topology.ports(device)
+                       if topology.peer(p) is not None]
+            peers = [str(topology.peer(Port.parse(p))) for p in uplinks]
+            tree = _ports(graph.ancestors(uplinks), topology) | set(uplinks) | set(peers) | {device}
+            spread = min(1.0, (alert.evidence.get("imbalance", 1.0) - 1.0) / 2.0)
+            out.append(Finding(ECMP_IMBALANCE, device, tuple(alert.ports), [alert],
+                               Severity.WARNING, 0.5 + 0.5 * spread,
+                               dict(alert.evidence), tree,
+                               f"{device}'s flows crowd onto few of its uplinks"))
+    return out
+
+
+def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
+    """Cycles of the wait-for graph among ports that are all persistently stuck."""
+    held = _held(graph)
+    out = []
+    for cycle in _cycles(graph, held):
+        ports = sorted(cycle)
+        links = sorted({topology.entity_of(Port.parse(p)) for p in ports})
+        if len(links) < 2:
+            continue
+        tree = _ports(graph.ancestors(cycle), topology) | set(ports)
+        out.append(Finding(PFC_DEADLOCK, ",".join(links), tuple(ports),
+                           [held[p] for p in ports], Severity.CRITICAL, 1.0,
+                           {"ports": float(len(ports)), "links": float(len(links))}, tree,
+                           "a cyclic buffer dependency through " + ", ".join(links)))
+    return out
+
+
+def _saturated(alert: Alert) -> bool:
+    """An oversubscribed egress that still sends: one that fell idle while its symptom waits to
+    clear is starved from upstream (a deadlock, a drained path), not flooded."""
+    return alert.name == OVERSUBSCRIBED and alert.evidence.get("util", 1.0) >= SATURATED_UTIL
+
+
+def _held(graph: PauseGraph) -> dict[str, Alert]:
+    """Ports persistently held in XOFF, with the symptom that says so."""
+    return {port: next(a for a in alerts if a.name == PFC_HOLD)
+            for port, alerts in graph.symptoms.items() if any(a.name == PFC_HOLD for a in alerts)}
+
+
+def _cycles(graph: PauseGraph, held: dict[str, Alert]) -> list[set[str]]:
+    """Cycles of the wait-for graph among the ``held`` ports (two ports at least)."""
+    sub = {n: {t for t in graph.edges.get(n, ()) if t in held} for n in held}
+    return [c for c in strongly_connected(sub) if len(c) >= 2]
+
+
+def _ports(nodes: set[str], topology: Topology) -> set[str]:
+    """Graph nodes as the labels symptoms carry: a host node is seen at its leaf port."""
+    out = set(nodes)
+    for node in nodes:
+        if node.startswith("host:"):
+            host = topology.host_by_name.get(node[5:])
+            if host is not None:
+                out.add(str(host.port))
+    return out
+
+
+def _confidence(alert: Alert) -> float:
+    """From a ``strength`` in [0, 1] a detector put in its evidence (full confidence without)."""
+    strength = alert.evidence.get("strength")
+    if strength is None:
+        return 1.0
+    return 0.5 + 0.5 * max(0.0, min(1.0, strength))

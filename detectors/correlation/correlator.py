@@ -1,0 +1,159 @@
+"""The fabric-wide correlator: from every detector's symptoms to one incident per root cause.
+
+Each step it takes the symptoms active now and the topology, and
+
+1. joins link symptoms from both ends (:mod:`detectors.correlation.links`): faulty links, flaps,
+links down;
+2. builds the pause graph (:mod:`detectors.correlation.pause_graph`) and classifies its roots
+   (:mod:`detectors.correlation.classify`): storms, slow receivers, incasts, misconfigured buffers,
+   uneven ECMP
+   groups, deadlocks;
+3. emits one root-cause incident per finding (``root_cause=True``), with the fingerprints of the
+   symptoms it explains, its evidence and a confidence; each explained symptom is re-emitted with
+   ``root_cause=False`` and ``inhibited_by`` = the incident's fingerprint, so on-call is paged for
+   the cause, not for each of its echoes. Symptoms nothing explains are emitted as they are,
+   except that congestion nothing explains (ports pausing, paused or queueing while no incident
+   points at them) is benign load, not a fault: it is published at ``info`` severity so it stays
+   visible without turning a busy fabric yellow.
+
+A ``link_down`` that turns out to be one down episode of a flapping link is re-published, once, as
+a symptom of the flap (the flap explains it), instead of standing as a second root cause.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from detectors.correlation.classify import deadlock_findings, device_findings, host_findings
+from detectors.correlation.incident import Finding, to_alert
+from detectors.correlation.links import link_findings
+from detectors.correlation.pause_graph import build
+from detectors.features import Frame, col
+from detectors.kinds import (
+    CONGESTED_SYMPTOMS,
+    ECMP_IMBALANCE,
+    LINK_DOWN,
+    LINK_FLAP,
+    PAUSE_WITHOUT_LOAD,
+    PFC_PAUSED,
+    PFC_PAUSING,
+    UPLINK_IMBALANCE,
+)
+from detectors.settings import CorrelatorSettings
+from pipeline.model import Alert, Severity
+from pipeline.topology.model import Topology
+
+#: when two incidents explain the same symptom, the first kind here takes it
+_PRECEDENCE = ("pfc_deadlock", "pfc_storm", "link_down", "link_flap", "faulty_link",
+               "buffer_misconfig", "incast", "slow_receiver", "ecmp_imbalance")
+_DEVICE_SYMPTOMS = frozenset({PAUSE_WITHOUT_LOAD, UPLINK_IMBALANCE})
+#: symptoms of load rather than of a fault: on their own (no incident explains them) they are info
+_BENIGN_ALONE = frozenset({PFC_PAUSED, PFC_PAUSING}) | CONGESTED_SYMPTOMS
+
+
+class Correlator:
+    def __init__(self, topology: Topology | None, settings: CorrelatorSettings | None = None):
+        self.topology = topology
+        self.settings = settings or CorrelatorSettings()
+        self._previous: dict[str, Alert] = {}
+        #: uplink-imbalance symptoms already attributed to another incident
+        self._consequences: set[str] = set()
+        #: the fabric's sample interval (ns): switches sampled at different moments order two
+        #: views of one event no finer than this
+        self._skew_ns = 0
+
+    def findings(self, symptoms: list[Alert]) -> list[Finding]:
+        if self.topology is None:
+            return []
+        graph = build(symptoms, self.topology)
+        device_symptoms = [a for a in symptoms if a.name in _DEVICE_SYMPTOMS]
+        found = [*link_findings(symptoms, self.topology),
+                 *deadlock_findings(graph, self.topology),
+                 *host_findings(graph, self.topology),
+                 *device_findings(graph, device_symptoms, self.topology)]
+        found.sort(key=lambda f: (_rank(f.kind), f.entity))
+        return self._attribute_imbalance(found)
+
+    def _attribute_imbalance(self, found: list[Finding]) -> list[Finding]:
+        """An uplink imbalance that began while another incident held the fabric is that
+        incident's consequence, not a hash collision: a link down or flap re-hashes flows onto the
+        survivors (remote capacity loss, anchors §6 #13), and congestion throttles some flows and
+        not others. "Began while" is judged to within one sample interval: the switches that see
+        the event and the leaf that sees its imbalance are sampled at different moments. It is
+        attached to the earliest such incident instead of standing as a root cause, and stays a
+        consequence for as long as its symptom lasts, even after the cause has resolved (the
+        symptom's own hysteresis outlives the cause by a few samples)."""
+        def onset(f: Finding) -> int:
+            return min((a.starts_at_ns for a in f.defining), default=0)
+
+        others = [f for f in found if f.kind != ECMP_IMBALANCE]
+        kept = []
+        active: set[str] = set()
+        for f in found:
+            if f.kind == ECMP_IMBALANCE:
+                marks = {a.fingerprint for a in f.defining}
+                active |= marks
+                prior = [g for g in others if onset(g) <= onset(f) + self._skew_ns]
+                if prior:
+                    cause = min(prior, key=onset)
+                    cause.explains_at |= f.explains_at | {f.entity}
+                    self._consequences |= marks
+                    continue
+                if marks & self._consequences:
+                    continue
+            kept.append(f)
+        self._consequences &= active
+        return kept
+
+    def correlate(self, symptoms: list[Alert], frame: Frame) -> list[Alert]:
+        """Incidents and (annotated) symptoms, as active now."""
+        now = frame.now_ns
+        self._skew_ns = _interval_ns(frame)
+        found = self.findings(symptoms)
+        owner: dict[str, Alert] = {}  # symptom fingerprint → the incident that explains it
+        incidents: list[Alert] = []
+        for finding in found:
+            explained = [s for s in symptoms if s.fingerprint not in owner and
+                         (set(s.ports) & finding.explains_at or s.entity in finding.explains_at)]
+            incident = to_alert(finding, explained, now)
+            incidents.append(incident)
+            for s in explained:
+                owner[s.fingerprint] = incident
+        out = list(incidents)
+        out.extend(self._demoted(incidents, now))
+        if self.settings.publish_symptoms:
+            for s in symptoms:
+                cause = owner.get(s.fingerprint)
+                if cause is not None:
+                    out.append(s.model_copy(update={"inhibited_by": cause.fingerprint}))
+                elif s.name in _BENIGN_ALONE:
+                    out.append(s.model_copy(update={"severity": Severity.INFO}))
+                else:
+                    out.append(s)
+        self._previous = {a.fingerprint: a for a in incidents}
+        return out
+
+    def _demoted(self, incidents: list[Alert], now: int) -> list[Alert]:
+        """A link_down of the last step whose link now flaps becomes a symptom of the flap."""
+        flaps = {a.entity: a for a in incidents if a.name == LINK_FLAP}
+        current = {a.fingerprint for a in incidents}
+        out = []
+        for fp, prev in self._previous.items():
+            if fp in current or prev.name != LINK_DOWN or prev.entity not in flaps:
+                continue
+            flap = flaps[prev.entity]
+            out.append(prev.model_copy(update={
+                "root_cause": False, "inhibited_by": flap.fingerprint, "explains": (),
+                "updated_at_ns": now}))
+        return out
+
+
+def _rank(kind: str) -> int:
+    return _PRECEDENCE.index(kind) if kind in _PRECEDENCE else len(_PRECEDENCE)
+
+
+def _interval_ns(frame: Frame) -> int:
+    """The typical time between a port's samples (0 before any rate exists)."""
+    dt = frame.table.dt[:, col("if_out_octets")] if frame.table.n_ports else np.empty(0)
+    dt = dt[np.isfinite(dt)]
+    return int(float(np.median(dt)) * 1e9) if dt.size else 0

@@ -1,0 +1,241 @@
+"""The pause graph: who waits for whom, built from pause and congestion symptoms and the topology.
+
+A node is a switch port (``leaf3:Ethernet4``, standing for that port's egress queue), a host
+(``host:host12``) or a switch as a whole (``device:leaf3``). An edge ``A → B`` reads "A's egress is
+held back because of B" (Hawkeye's wait-for edge, from counters instead of INT):
+
+* a port paused by its peer (``pfc_watchdog``/``pfc_paused`` on it, or ``pfc_pausing`` on the peer
+  port) waits for the peer: for a host, the host itself; for a switch, that switch's blocked egress
+  ports (paused or congested), except the one on the same link — up-down routing never sends a
+  packet back out of the link it came in on, so a pause can only be caused by another egress;
+* a switch that pauses with no blocked egress to show for it is itself the reason (``device:``);
+* a port with a standing queue (ECN marking) that sends well below line rate is held back by its
+  peer even when its pause counters say little (frames and timers are sampled; a backlog that does
+  not drain on a lossless priority can only be paused).
+
+The roots are nodes that wait for no one. A strongly connected set of ports is a cyclic buffer
+dependency: a PFC deadlock (Hu et al., HotNets'16) when its ports are stuck. Up-down routing
+cannot close such a cycle (no packet turns back down and up again), so in a healthy Clos one only
+appears through bounce paths after failures or misrouting.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from detectors.kinds import (
+    CONGESTED_SYMPTOMS,
+    OVERSUBSCRIBED,
+    PAUSED_SYMPTOMS,
+    PFC_PAUSING,
+    SLOW_DRAIN,
+)
+from pipeline.model import Alert
+from pipeline.topology.model import Host, Link, Port, Topology
+
+#: a port with a standing queue that sends less than this share of line rate is held back by its
+#: peer, whatever its pause counters say: on a lossless priority nothing else idles a backlog
+HELD_UTIL = 0.5
+
+
+def host_node(name: str) -> str:
+    return f"host:{name}"
+
+
+def device_node(name: str) -> str:
+    return f"device:{name}"
+
+
+@dataclass
+class PauseGraph:
+    edges: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    #: node → the symptoms observed on it (ports only)
+    symptoms: dict[str, list[Alert]] = field(default_factory=lambda: defaultdict(list))
+    #: ports whose egress is held back (paused, seen from either end, or congested)
+    blocked: set[str] = field(default_factory=set)
+
+    def is_blocked(self, port: str) -> bool:
+        """Whether a port's egress is paused or congested (it can explain its switch pausing)."""
+        return port in self.blocked
+
+    def add(self, a: str, b: str) -> None:
+        if a != b:
+            self.edges[a].add(b)
+
+    def nodes(self) -> set[str]:
+        out = set(self.edges) | set(self.symptoms)
+        for targets in self.edges.values():
+            out |= targets
+        return out
+
+    def roots(self) -> set[str]:
+        """Nodes that are waited on but wait for no one."""
+        waited = {t for targets in self.edges.values() for t in targets}
+        return {n for n in waited if not self.edges.get(n)}
+
+    def reverse(self) -> dict[str, set[str]]:
+        rev: dict[str, set[str]] = defaultdict(set)
+        for a, targets in self.edges.items():
+            for b in targets:
+                rev[b].add(a)
+        return rev
+
+    def descendants(self, node: str) -> set[str]:
+        """Every node ``node`` waits for, directly or through others."""
+        seen = {node}
+        stack = [node]
+        while stack:
+            for down in self.edges.get(stack.pop(), ()):
+                if down not in seen:
+                    seen.add(down)
+                    stack.append(down)
+        return seen
+
+    def ancestors(self, nodes: Iterable[str]) -> set[str]:
+        """Every node whose wait leads to any of ``nodes`` (themselves included)."""
+        rev = self.reverse()
+        seen = set(nodes)
+        stack = list(seen)
+        while stack:
+            for up in rev.get(stack.pop(), ()):
+                if up not in seen:
+                    seen.add(up)
+                    stack.append(up)
+        return seen
+
+    def cycles(self) -> list[set[str]]:
+        """Strongly connected sets of two or more nodes: every member waits, through the others,
+        on itself."""
+        return [comp for comp in strongly_connected(self.edges) if len(comp) >= 2]
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's algorithm, iterative (no recursion limit on long pause chains)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[set[str]] = []
+    counter = 0
+    for start in list(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, ()))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                comp = set()
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    comp.add(top)
+                    if top == node:
+                        break
+                out.append(comp)
+    return out
+
+
+def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
+    """The wait-for graph of the current pause and congestion symptoms."""
+    graph = PauseGraph()
+    paused: set[str] = set()
+    pausing: set[str] = set()
+    congested: set[str] = set()  # standing queues that drain (at or near line rate)
+    blocked: dict[str, set[str]] = defaultdict(set)  # device → ports whose egress is held back
+    for alert in symptoms:
+        if not alert.ports:
+            continue
+        port = alert.ports[0]
+        graph.symptoms[port].append(alert)
+        device = port.partition(":")[0]
+        if alert.name in PAUSED_SYMPTOMS or alert.name == SLOW_DRAIN:
+            paused.add(port)
+            blocked[device].add(port)
+        elif alert.name in CONGESTED_SYMPTOMS:
+            blocked[device].add(port)
+            if alert.evidence.get("util", 1.0) < HELD_UTIL:
+                paused.add(port)  # a standing queue that does not drain is being held back
+            else:
+                congested.add(port)
+        elif alert.name == PFC_PAUSING:
+            pausing.add(port)
+    # a pause edge is one fact seen from two ends: the port a switch pauses is paused, and its
+    # egress blocked, whether or not its own counters crossed the threshold (dialects differ:
+    # one end may time the pause while the other only counts frames)
+    for label in pausing:
+        here = Port.parse(label)
+        att = topology.attachment(here)
+        if isinstance(att, Link):
+            other = att.other(here)
+            blocked[other.device].add(str(other))
+    graph.blocked = {p for ports in blocked.values() for p in ports}
+
+    def waits_on(waiter: str, pauser: Port) -> None:
+        """``waiter`` is held back by switch port ``pauser`` (the port that sends the pause)."""
+        targets = blocked.get(pauser.device, set()) - {str(pauser)}
+        if targets:
+            for t in targets:
+                graph.add(waiter, t)
+        else:
+            graph.add(waiter, device_node(pauser.device))
+
+    for label in paused:
+        here = Port.parse(label)
+        att = topology.attachment(here)
+        if isinstance(att, Host):
+            graph.add(label, host_node(att.name))
+        elif isinstance(att, Link):
+            waits_on(label, att.other(here))
+    for label in pausing:
+        here = Port.parse(label)
+        att = topology.attachment(here)
+        if isinstance(att, Host):
+            waits_on(host_node(att.name), here)
+        elif isinstance(att, Link):
+            waits_on(str(att.other(here)), here)
+    _last_hop(graph, congested, topology)
+    return graph
+
+
+def _last_hop(graph: PauseGraph, congested: set[str], topology: Topology) -> None:
+    """A link into a leaf that is saturated by its own load (not paused) carries only traffic
+    for that leaf's hosts: every byte of its queue leaves through one of the leaf's host ports.
+    Where some of those ports are oversubscribed too, the demand converging on them is what fills
+    the link (an incast whose senders' paths meet one hop early, on the spine's downlink), so the
+    link waits for them."""
+    for label in congested:
+        here = Port.parse(label)
+        att = topology.attachment(here)
+        if not isinstance(att, Link):
+            continue
+        leaf = att.other(here).device
+        if leaf not in topology.leaves:
+            continue
+        for host in topology.host_ports(leaf):
+            port = str(host.port)
+            if any(a.name == OVERSUBSCRIBED for a in graph.symptoms.get(port, ())):
+                graph.add(label, port)

@@ -1,0 +1,203 @@
+"""Buffer misconfiguration: a switch that pauses its neighbours with no overload behind it.
+
+A lossless priority group sends XOFF when the bytes it holds cross its threshold. Sized for the
+link's bandwidth-delay product plus burst absorption (hundreds of KB at 400G), that threshold is
+out of reach of micro-bursts until the traffic's egress nears saturation, and ECN (marking from
+``Kmin``, set below XOFF) acts first (DCQCN, Zhu et al. SIGCOMM'15). A threshold set far too low
+lets ordinary bursts cross it: the switch pauses at moderate load, without the standing queues
+that real congestion leaves (anchors §6 #9: "PFC fires before ECN"; "config diff across switches
+of one role"). Switches of one role run the same configuration, so the one configured differently
+stands out against its peers. Two signatures, per switch and sample:
+
+**Unlike its peers, for no reason** (any dialect):
+
+* *pausing*: it paused a neighbour for at least ``min_share`` of the time on some port. Where the
+  switch only counts frames, the frame bound (frames × refresh, :func:`signals.pause_share`) is
+  divided by ``frame_overstatement``: a short XOFF/XON episode lasts about as long as draining the
+  XON hysteresis at line rate, tens of KB, while the bound books a whole refresh (half of the
+  65535-quanta pause, 4 MB of line time) per frame — a ratio of 50 to 100 for the XON offsets
+  switches ship with; the smallest keeps the estimate an upper bound;
+* *unlike*: its pausing averaged over its ports (a misconfigured threshold is crossed on every busy
+  port, not only behind the hottest egress) is at least ``peer_factor`` times the median of its
+  comparable peers' and at least what healthy bursts cause at its load (``min_share`` at
+  ``burst_load``, 80 %, where burst pauses stop being negligible, scaled as ρ / (1 − ρ)). Burst
+  queues grow as ρ / (1 − ρ) with the load ρ of the egress a PG drains into, so healthy burst
+  pauses rise steeply and monotonically with load: a peer is comparable when its headroom (1 −
+  busiest egress utilisation) is at most ``headroom_ratio`` times the switch's own (as loaded, or
+  nearly), and it is not saturated itself (a saturated switch is congested by its own load: its PGs
+  reflect its standing queues, not bursts). Without such a peer nothing is judged;
+* *no reason*: none of its egress ports is paused by its downstream neighbour (it is not passing
+  on somebody else's congestion), none holds a standing queue (ECN on ``min_ecn`` of its packets)
+  or runs saturated (``max_util``).
+
+**PFC before ECN** (where ECN is reported): a PG only reaches a sane XOFF once that many bytes
+queue at the egress its traffic waits for, far above ``Kmin``, so a healthy switch that pauses
+marks ECN on that egress at least at the RED probability of its XOFF depth. A switch pausing at
+least ``ecn_pause`` of the time whose busiest ECN marking (on queues that still send) is below
+``1 / peer_factor`` of the *least* marking of its role peers that pause as much is pausing with
+shallow queues: its XOFF sits near ``Kmin``, provided it marks on no standing queue itself
+(below ``min_ecn``) and none of its egress ports is held nearly all the time (``held_share``: a
+storm or deadlock downstream stalls whatever sits behind it, and queues that do not send mark
+nothing). This holds while other faults congest the fabric, since the peers that pass on that
+congestion set the reference.
+
+**bad** = either signature; **good** = not pausing, or pausing like its peers with the ECN they
+show; fires after ``fire_after`` (3) samples, clears after ``clear_after`` (3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import Field
+
+from detectors.base import DetectorOptions
+from detectors.features import Frame
+from detectors.kinds import PAUSE_WITHOUT_LOAD
+from detectors.rule import DeviceRule, DeviceVerdict
+from detectors.signals import At, ecn_fraction, lossless_tx_util, pause_share, tx_util
+from pipeline.topology.model import Topology
+
+
+class BufferOptions(DetectorOptions):
+    fire_after: int = Field(3, ge=1)
+    min_share: float = Field(0.001, gt=0, le=1,
+                             description="share of time pausing a neighbour: 1 ms per second")
+    frame_overstatement: float = Field(50.0, ge=1,
+                                       description="frame bound over the true share, short "
+                                                   "XOFF/XON episodes")
+    peer_factor: float = Field(5.0, gt=1)
+    headroom_ratio: float = Field(1.25, ge=1)
+    burst_load: float = Field(0.8, gt=0, lt=1,
+                              description="egress load where healthy bursts pause min_share")
+    max_util: float = Field(0.95, gt=0, le=1)
+    min_ecn: float = Field(0.01, gt=0, le=1, description="a standing queue: real congestion")
+    reason_share: float = Field(0.01, gt=0, le=1,
+                                description="an egress paused this much passes congestion on")
+    ecn_pause: float = Field(0.05, gt=0, le=1, description="pausing enough to expect ECN")
+    min_drain: float = Field(0.01, ge=0, le=1, description="a queue that sends can mark")
+    held_share: float = Field(0.9, gt=0, le=1,
+                              description="an egress paused this much is stalled, not slowed")
+
+
+@dataclass
+class _Summary:
+    pause: float  # the most the switch paused a neighbour (share of time, estimated)
+    spread: float  # the mean over its ports of the same: how widely it pauses
+    paused: float  # the most one of its egress ports was paused by a neighbour
+    hot: float  # its busiest egress utilisation
+    ecn: float  # its highest ECN marking share on queues that send (NaN: not reported)
+    pausing_ports: tuple[str, ...]
+
+
+class PauseWithoutLoad(DeviceRule):
+    name = "buffer_misconfig"
+    Options = BufferOptions
+    driver = "pfc_tx_frames"
+    symptom = PAUSE_WITHOUT_LOAD
+
+    def __init__(self, instance: str, options: BufferOptions, *,
+                 topology: Topology | None) -> None:
+        super().__init__(instance, options, topology=topology)
+        self.opts = options
+        self.latest: dict[int, _Summary] = {}
+
+    def _summary(self, frame: Frame, at: At) -> _Summary:
+        o = self.opts
+        tx_share, measured = pause_share(frame, at, "tx")
+        rx_share, _ = pause_share(frame, at, "rx")
+        util = np.nan_to_num(tx_util(frame, at), nan=0.0)
+        ecn = ecn_fraction(frame, at)
+        sends = lossless_tx_util(frame, at) >= o.min_drain
+        ecn = np.where(sends & np.isfinite(ecn), ecn, np.nan)
+        scaled = np.where(measured > 0, tx_share, tx_share / o.frame_overstatement)
+        per_port = np.nanmax(np.where(np.isfinite(scaled), scaled, 0.0), axis=1)
+        pausing = per_port >= o.min_share
+        return _Summary(float(per_port.max(initial=0.0)),
+                        float(per_port.mean()) if per_port.size else 0.0,
+                        float(np.nanmax(np.where(np.isfinite(rx_share), rx_share, 0.0),
+                                        initial=0.0)),
+                        float(util.max(initial=0.0)),
+                        float(np.nanmax(ecn)) if np.isfinite(ecn).any() else float("nan"),
+                        tuple(frame.ports.label(int(p)) for p in at.pids[pausing]))
+
+    def _peers(self, frame: Frame, did: int) -> list[int]:
+        names = frame.ports.names.devices
+        me = names[did]
+        role = _role(me, self.topology)
+        return [d for d in self.latest if d != did and _role(names[d], self.topology) == role]
+
+    def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:
+        o = self.opts
+        me = self.latest[did] = self._summary(frame, at)
+        peers = [self.latest[d] for d in self._peers(frame, did)]
+        evidence = {"pause_share": me.pause, "mean_pause_share": me.spread, "max_util": me.hot,
+                    "max_ecn": me.ecn, "paused_share": me.paused}
+        pausing = me.pause >= o.min_share
+        if not peers or not pausing:
+            return DeviceVerdict(False, bool(peers) and not pausing, evidence, me.pausing_ports)
+        unlike, like = self._unlike(me, peers, evidence)
+        reason = me.paused >= o.reason_share or me.ecn >= o.min_ecn or me.hot >= o.max_util
+        shallow, deep = self._before_ecn(me, peers, evidence)
+        bad = (unlike and not reason) or shallow
+        good = (like or reason) and not shallow and deep
+        strength = me.pause / max(o.min_share * o.peer_factor, 1e-9)
+        evidence["strength"] = min(1.0, max(strength, 1.0 if shallow else 0.0))
+        evidence["pfc_before_ecn"] = 1.0 if shallow else 0.0
+        return DeviceVerdict(bad, good and not bad, evidence, me.pausing_ports)
+
+    def _unlike(self, me: _Summary, peers: list[_Summary],
+                evidence: dict[str, float]) -> tuple[bool, bool]:
+        """Pausing ``peer_factor`` times more than peers at comparable load (and, second, clearly
+        like them); neither when no peer runs as hot."""
+        o = self.opts
+        room = max(1.0 - me.hot, 0.0)
+        comparable = [p for p in peers
+                      if p.hot < o.max_util and 1.0 - p.hot <= o.headroom_ratio * room + 1e-9]
+        if not comparable:
+            return False, False
+        peer_pause = float(np.median([p.spread for p in comparable]))
+        evidence.update(peer_mean_pause_share=peer_pause,
+                        peer_max_util=float(np.median([p.hot for p in comparable])))
+        # peers that hardly pause set no scale: healthy bursts pause a little near saturation,
+        # and more the closer it is (the burst queue grows as rho / (1 - rho))
+        allowance = evidence["burst_allowance"] = self._allowance(me.hot)
+        ref = max(o.peer_factor * peer_pause, allowance)
+        return me.spread >= ref, me.spread < ref / 2
+
+    def _allowance(self, rho: float) -> float:
+        """The pause share healthy bursts may cause at egress load ``rho``: ``min_share`` at
+        ``burst_load``, scaled by the burst queue's growth ``rho / (1 - rho)``."""
+        def growth(r: float) -> float:
+            r = min(max(r, 0.0), 0.99)
+            return r / (1.0 - r)
+        return self.opts.min_share * growth(rho) / growth(self.opts.burst_load)
+
+    def _before_ecn(self, me: _Summary, peers: list[_Summary],
+                    evidence: dict[str, float]) -> tuple[bool, bool]:
+        """Pausing hard with ECN far below what the peers that pause as hard show (and,
+        second, whether the ECN is consistent with its pausing or cannot be judged)."""
+        o = self.opts
+        if me.pause < o.ecn_pause or not np.isfinite(me.ecn):
+            return False, True
+        marking = [p.ecn for p in peers if p.pause >= o.ecn_pause and np.isfinite(p.ecn)]
+        if not marking:
+            return False, True
+        least = min(marking)
+        evidence["peer_least_ecn"] = least
+        # an egress held back nearly all the time (a storm or a deadlock downstream) stalls the
+        # traffic behind it whatever the thresholds; and a switch that marks ECN on a standing
+        # queue has let its queues grow past Kmin before pausing
+        shallow = (me.ecn * o.peer_factor < least and least >= o.min_ecn
+                   and me.paused < o.held_share and me.ecn < o.min_ecn)
+        return shallow, me.ecn * o.peer_factor / 2 >= least
+
+
+def _role(device: str, topology: Topology | None) -> str:
+    if topology is not None:
+        if device in topology.spines:
+            return "spine"
+        if device in topology.leaves:
+            return "leaf"
+    return device.rstrip("0123456789")

@@ -1,0 +1,105 @@
+"""Uplink imbalance across a leaf's ECMP group: flows crowding onto few uplinks.
+
+Collective traffic has low entropy: a few elephant flows per host, so a 5-tuple hash can put
+several on one uplink while others idle (Meta SIGCOMM'24: >30 % collective slowdown; Baidu: ~70 of
+100 Gbit/s usable). The harm is a member pinned at line rate while its siblings have room. Per leaf
+and sample, over the uplinks that are up:
+
+* ``imbalance`` = hottest member's load / the group's mean (anchors §6 #5: start at 1.5);
+* the hottest member must be saturated (``min_hot`` of line rate) and the leaf must be pausing
+  its hosts (``min_host_pause``): an uneven group that holds nobody back costs nothing;
+* a hash is static, so a leaf's natural unevenness is its own baseline: the share of the group's
+  traffic on the hottest member is learned over the leaf's first ``warmup`` samples and kept while
+  the leaf is calm; a *collision* is that share rising by ``min_shift`` or more (flows moving onto
+  one member, as a degenerate hash or a polarised tier does). Nothing fires before the baseline
+  exists: a group that was uneven from the start is how that leaf's hash spreads its flows (a
+  control run with low-entropy traffic must stay quiet), and a TE hint, not an incident.
+
+Fires after ``fire_after`` (5) samples, clears after ``clear_after`` (5): imbalance is a performance
+incident and a TE hint, never a drain, so it waits for the pattern to hold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from detectors.base import DetectorOptions
+from detectors.features import Frame, col
+from detectors.kinds import UPLINK_IMBALANCE
+from detectors.ports import PortKind
+from detectors.rule import DeviceRule, DeviceVerdict
+from detectors.signals import At, pause_share, tx_util
+from pipeline.topology.model import Topology
+
+
+class EcmpOptions(DetectorOptions):
+    fire_after: int = Field(5, ge=1)
+    clear_after: int = Field(5, ge=1)
+    min_imbalance: float = Field(1.5, gt=1)
+    min_hot: float = Field(0.9, gt=0, le=1)
+    min_shift: float = Field(0.15, gt=0, lt=1)
+    warmup: int = Field(10, ge=1)
+    min_host_pause: float = Field(0.05, gt=0, le=1, description="leaf pausing its hosts")
+    baseline_alpha: float = Field(0.05, gt=0, le=1)
+
+
+class UplinkImbalance(DeviceRule):
+    name = "ecmp_imbalance"
+    Options = EcmpOptions
+    driver = "if_out_octets"
+    symptom = UPLINK_IMBALANCE
+
+    def __init__(self, instance: str, options: EcmpOptions, *,
+                 topology: Topology | None) -> None:
+        super().__init__(instance, options, topology=topology)
+        self.opts = options
+        self.seen: dict[int, int] = {}
+        self.base: dict[int, float] = {}
+
+    def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:
+        o = self.opts
+        device = frame.ports.names.devices[did]
+        if self.topology is not None and device not in self.topology.leaves:
+            return DeviceVerdict(False, False)
+        tab = frame.table
+        up_ports = frame.ports.kind[at.pids] == PortKind.FABRIC
+        oper = tab.value[at.pids, col("if_oper_status")]
+        admin = tab.value[at.pids, col("if_admin_status")]
+        usable = up_ports & (oper != 2.0) & (admin != 2.0)
+        util = tx_util(frame, at)[usable]
+        if util.size < 2 or not np.isfinite(util).all():
+            return DeviceVerdict(False, False)
+        total = float(util.sum())
+        if total <= 0.05 * util.size:
+            return DeviceVerdict(False, True)
+        share = util / total
+        hot = int(np.argmax(util))
+        top = float(share[hot])
+        imbalance = float(util[hot] / util.mean())
+        n = self.seen.get(did, 0)
+        warm = n >= o.warmup
+        base = self.base.get(did, top)
+        if warm:
+            moved = top >= base + o.min_shift
+            calm = top < base + o.min_shift / 2
+        else:
+            moved, calm = False, True  # a hash's unevenness is the leaf's normal until learned
+        saturated = util[hot] >= o.min_hot
+        host_ports = frame.ports.kind[at.pids] == PortKind.HOST
+        share_tx, _ = pause_share(frame, at, "tx")
+        held = np.nanmax(np.where(np.isfinite(share_tx[host_ports]), share_tx[host_ports], 0.0),
+                         initial=0.0)
+        hurts = held >= o.min_host_pause  # the hosts are held back: the group is the bottleneck
+        bad = saturated and imbalance >= o.min_imbalance and moved and hurts
+        good = not saturated or imbalance < (1 + o.min_imbalance) / 2 or calm
+        if not bad and not self.persistence.is_firing(np.array([did]))[0]:
+            self.seen[did] = n + 1
+            self.base[did] = top if n == 0 else base + o.baseline_alpha * (top - base)
+        labels = [frame.ports.label(int(p)) for p in at.pids[usable]]
+        return DeviceVerdict(bad, good and not bad,
+                             {"imbalance": imbalance, "hot_util": float(util[hot]),
+                              "host_pause": float(held),
+                              "hot_share": top, "baseline_share": base,
+                              "members": float(util.size)},
+                             (labels[hot],))

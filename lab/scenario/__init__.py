@@ -1,0 +1,1 @@
+"""Scenario files (format 1): loading, strict validation, and the ground truth they imply."""

@@ -1,0 +1,1 @@
+"""The bus: the interface and topic names every stage uses, the in-process default and Kafka."""

@@ -1,0 +1,250 @@
+"""The bus on Apache Kafka, through kafka-python: topics, keyed producers, consumer groups.
+
+* Topics are created with the admin client, with the partitions and replication of the config.
+* Producers send acks=all with idempotence, batch (``linger_ms``, ``batch_bytes``) and compress
+  (lz4 by default). A send that fails later, in the background, is remembered and raised by the
+  next :meth:`KafkaProducer.flush`, so a caller that flushes before it commits never commits past
+  a lost message.
+* Consumers join a group with auto-commit off; :meth:`KafkaConsumer.commit` commits the positions
+  of what ``poll`` returned, and callers commit only once the store has it. On a rebalance the
+  partitions that move are picked up by their new owner from the last commit: work that was
+  polled but not committed is done again, never lost, and the store collapses the repeat. A commit
+  that the group refuses because it rebalanced meanwhile raises :class:`~pipeline.errors.BusError`
+  and loses nothing for the same reason.
+
+kafka-python blocks 30 s in a client's constructor when no broker answers; ``bootstrap_timeout_ms``
+bounds that, and every failure surfaces as :class:`~pipeline.errors.BusError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kafka import ConsumerRebalanceListener, KafkaAdminClient
+from kafka import KafkaConsumer as _KafkaConsumer
+from kafka import KafkaProducer as _KafkaProducer
+from kafka.errors import KafkaError
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from pipeline.bus.base import Message
+from pipeline.config import BusSettings
+from pipeline.errors import BusError
+
+log = logging.getLogger("rocewatch.bus")
+
+
+def _client_config(settings: BusSettings) -> dict[str, Any]:
+    k = settings.kafka
+    config: dict[str, Any] = {
+        "bootstrap_servers": [s.strip() for s in k.bootstrap.split(",") if s.strip()],
+        "client_id": k.client_id,
+        "security_protocol": k.security_protocol,
+        "request_timeout_ms": k.request_timeout_ms,
+        "bootstrap_timeout_ms": k.bootstrap_timeout_ms,
+    }
+    if k.security_protocol.startswith("SASL"):
+        config.update(sasl_mechanism="PLAIN", sasl_plain_username=k.sasl_username,
+                      sasl_plain_password=k.sasl_password.get_secret_value())
+    return config
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class KafkaBus:
+    """A :class:`pipeline.bus.base.Bus` on a Kafka cluster."""
+
+    def __init__(self, settings: BusSettings) -> None:
+        self.settings = settings
+        self._admin: Any = None
+        self._lock = threading.Lock()
+        self._known: set[str] = set()
+
+    def _admin_client(self) -> Any:
+        if self._admin is None:
+            try:
+                self._admin = KafkaAdminClient(**_client_config(self.settings))
+            except (KafkaError, OSError) as exc:
+                raise BusError(f"Kafka at {self.settings.kafka.bootstrap}: "
+                               f"{_reason(exc)}") from exc
+        return self._admin
+
+    def ensure_topics(self, topics: Sequence[str]) -> None:
+        """Create the topics that do not exist yet and wait until each has a leader."""
+        k = self.settings.kafka
+        with self._lock:
+            missing = [t for t in dict.fromkeys(topics) if t not in self._known]
+            if not missing:
+                return
+            admin = self._admin_client()
+            try:
+                existing = set(admin.list_topics())
+                new = [t for t in missing if t not in existing]
+                if new:
+                    admin.create_topics(
+                        {t: {"num_partitions": k.partitions, "replication_factor": k.replication}
+                         for t in new}, raise_errors=False)
+                admin.wait_for_topics(missing, timeout_ms=30_000)
+            except (KafkaError, OSError) as exc:
+                raise BusError(f"cannot create topics {', '.join(missing)} on "
+                               f"{k.bootstrap}: {_reason(exc)}") from exc
+            self._known.update(missing)
+
+    def producer(self) -> KafkaProducer:
+        return KafkaProducer(self.settings)
+
+    def consumer(self, topics: Sequence[str], group: str) -> KafkaConsumer:
+        return KafkaConsumer(self.settings, tuple(topics), self.settings.kafka.group_prefix + group)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._admin is not None:
+                self._admin.close()
+                self._admin = None
+
+
+class KafkaProducer:
+    """Keyed, batched, compressed, acks=all with idempotence."""
+
+    def __init__(self, settings: BusSettings) -> None:
+        k = settings.kafka
+        self._bootstrap = k.bootstrap
+        self._failed: BaseException | None = None
+        self._failures = 0
+        self._lock = threading.Lock()
+        try:
+            self._producer = _KafkaProducer(
+                **_client_config(settings),
+                acks="all", enable_idempotence=True,
+                compression_type=None if k.compression == "none" else k.compression,
+                linger_ms=k.linger_ms, batch_size=k.batch_bytes,
+                max_request_size=max(k.max_message_bytes, k.batch_bytes),
+                # a broker that restarts must not lose or reorder a device's messages
+                max_in_flight_requests_per_connection=5, delivery_timeout_ms=120_000,
+                allow_auto_create_topics=False,
+            )
+        except (KafkaError, OSError) as exc:
+            raise BusError(f"Kafka producer at {k.bootstrap}: {_reason(exc)}") from exc
+
+    def _on_error(self, exc: BaseException) -> None:
+        with self._lock:
+            self._failures += 1
+            if self._failed is None:
+                self._failed = exc
+
+    def send(self, topic: str, value: bytes, key: bytes | None = None) -> None:
+        try:
+            future = self._producer.send(topic, value=value, key=key)
+        except (KafkaError, AssertionError, OSError) as exc:
+            raise BusError(f"cannot send to {topic} on {self._bootstrap}: {_reason(exc)}") from exc
+        future.add_errback(self._on_error)
+
+    def flush(self, timeout_s: float | None = None) -> None:
+        """Wait until everything sent is acknowledged; raise if anything since the last flush
+        was not (its callers must not commit what depended on it)."""
+        try:
+            self._producer.flush(timeout=timeout_s)
+        except (KafkaError, OSError) as exc:
+            raise BusError(f"flushing to {self._bootstrap}: {_reason(exc)}") from exc
+        with self._lock:
+            failed, failures, self._failed, self._failures = self._failed, self._failures, None, 0
+        if failed is not None:
+            raise BusError(f"{failures} message(s) to {self._bootstrap} were not delivered: "
+                           f"{_reason(failed)}")
+
+    def close(self) -> None:
+        self._producer.close(timeout=30)
+
+
+class Rebalances(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Counts the group's rebalances and logs what moved. Nothing needs doing on a revoke: work
+    polled but not committed is redone by the partition's next owner, and the store collapses it."""
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+        self.revoked = 0
+        self.assigned: list[tuple[str, int]] = []
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.revoked += 1
+        if revoked:
+            log.info("%s: partitions revoked %s", self.group, _tps(revoked))
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.assigned = sorted((tp.topic, tp.partition) for tp in assigned)
+        log.info("%s: partitions assigned %s", self.group, _tps(assigned))
+
+    def on_partitions_lost(self, lost: Any) -> None:
+        self.revoked += 1
+        log.warning("%s: partitions lost %s", self.group, _tps(lost))
+
+
+def _tps(tps: Any) -> str:
+    return ", ".join(f"{tp.topic}[{tp.partition}]" for tp in sorted(tps)) or "none"
+
+
+class KafkaConsumer:
+    """One member of a consumer group; commits only when told to."""
+
+    def __init__(self, settings: BusSettings, topics: tuple[str, ...], group_id: str) -> None:
+        k = settings.kafka
+        self.group_id = group_id
+        self._bootstrap = k.bootstrap
+        self._commit_timeout_ms = k.commit_timeout_ms
+        self.rebalances = Rebalances(group_id)
+        try:
+            self._consumer = _KafkaConsumer(
+                **_client_config(settings),
+                group_id=group_id, enable_auto_commit=False, auto_offset_reset="earliest",
+                max_partition_fetch_bytes=k.max_partition_fetch_bytes,
+                fetch_max_bytes=k.fetch_max_bytes,
+                session_timeout_ms=k.session_timeout_ms,
+                heartbeat_interval_ms=k.heartbeat_interval_ms,
+                max_poll_interval_ms=k.max_poll_interval_ms,
+                check_crcs=k.check_crcs, allow_auto_create_topics=False,
+            )
+            # know the topics' partitions before joining: a group leader that assigns without
+            # them gives nobody those partitions until its next metadata refresh
+            for topic in topics:
+                self._consumer.partitions_for_topic(topic)
+            self._consumer.subscribe(list(topics), listener=self.rebalances)
+        except (KafkaError, OSError) as exc:
+            raise BusError(f"Kafka consumer {group_id} at {k.bootstrap}: {_reason(exc)}") from exc
+
+    def poll(self, timeout_s: float, max_records: int = 500) -> list[Message]:
+        try:
+            records = self._consumer.poll(timeout_ms=max(0, int(timeout_s * 1000)),
+                                          max_records=max_records)
+        except (KafkaError, OSError) as exc:
+            raise BusError(f"polling {self.group_id} on {self._bootstrap}: {_reason(exc)}") from exc
+        out: list[Message] = []
+        for tp, batch in records.items():
+            out.extend(Message(tp.topic, tp.partition, r.offset, r.key, r.value) for r in batch)
+        return out
+
+    def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
+        """Commit the positions of everything ``poll`` returned, or the given next offsets.
+        Raises BusError when the group refused (it rebalanced: the next owner of those
+        partitions redoes the work) or the broker did not answer in time."""
+        explicit = None if offsets is None else {
+            TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
+            for (topic, partition), offset in offsets.items()}
+        try:
+            self._consumer.commit(explicit, timeout_ms=self._commit_timeout_ms)
+        except (KafkaError, OSError) as exc:
+            raise BusError(f"commit of {self.group_id} on {self._bootstrap} failed: "
+                           f"{_reason(exc)}") from exc
+
+    def assignment(self) -> list[tuple[str, int]]:
+        """The partitions this member holds now."""
+        return sorted((tp.topic, tp.partition) for tp in self._consumer.assignment())
+
+    def close(self) -> None:
+        try:
+            self._consumer.close(autocommit=False)
+        except Exception as exc:  # closing must not fail: say what happened and go on
+            log.warning("closing consumer %s: %s", self.group_id, _reason(exc))

@@ -1,0 +1,299 @@
+"""The ingest loop: bus → store, at least once, idempotent.
+
+It reads the samples, alerts and actions topics as one consumer group, decodes each message,
+inserts what it gathered, and only then commits that batch's own offsets. A crash between insert
+and commit redelivers the messages; the store collapses the repeat (samples are keyed by series
+and event time), so nothing acknowledged is lost and nothing is doubled. A message that cannot be
+decoded goes to the dead-letter topic with the reason, durably before its offset is committed,
+and never stops the loop.
+
+The loop gathers the next batch while up to ``inflight`` earlier ones are inserted by helper
+threads, and commits batches strictly in order, each once it and all before it are stored. A
+store outage is retried with backoff (nothing is committed meanwhile); a broker outage while
+polling keeps what was gathered and tries again.
+
+The role also runs the store's scheduled jobs: retention where the engine has no TTL, and the
+rollup job (:mod:`pipeline.store.rollup.job`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+
+from pipeline.bus.base import Bus, Message, Producer, Topics
+from pipeline.errors import BusError, DecodeError, StoreError
+from pipeline.model import ActionResult, Alert, SampleBatch, alerts_from_json
+from pipeline.stage import StageContext
+from pipeline.store.base import Store
+from pipeline.store.rollup.clock import PartitionClock
+from pipeline.wire.publish import publish_batches
+from pipeline.wire.samples import decode_batch
+
+__all__ = ["Ingest", "IngestStats", "dead_letter", "publish_batches", "run"]
+
+log = logging.getLogger("rocewatch.ingest")
+
+
+@dataclass
+class IngestStats:
+    """Counters the loop keeps about itself (exposed by the health endpoints)."""
+
+    messages: int = 0
+    samples: int = 0
+    alerts: int = 0
+    actions: int = 0
+    dead_letters: int = 0
+    inserts: int = 0
+    store_errors: int = 0
+    bus_errors: int = 0
+    commit_failures: int = 0
+    last_insert_s: float = 0.0
+    dead_letter_reasons: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Pending:
+    samples: list[SampleBatch] = field(default_factory=list)
+    rows: int = 0
+    alerts: list[Alert] = field(default_factory=list)
+    actions: list[ActionResult] = field(default_factory=list)
+    messages: int = 0
+    #: (topic, partition) → the offset after the last message gathered: what a commit covers
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: the bus failed while gathering (what was gathered before is still to be stored)
+    error: BusError | None = None
+    #: the event time every partition had reached once this was gathered (for the rollups)
+    event_ns: int | None = None
+
+
+def dead_letter(producer: Producer, topics: Topics, msg: Message, reason: str) -> None:
+    """Park an undecodable message, with where it came from and why, on the dead-letter topic."""
+    envelope = {
+        "topic": msg.topic, "partition": msg.partition, "offset": msg.offset,
+        "reason": reason, "key": msg.key.decode(errors="replace") if msg.key else None,
+        "value_b64": base64.b64encode(msg.value).decode(),
+    }
+    producer.send(topics.deadletter, json.dumps(envelope).encode(), key=msg.key)
+
+
+class Ingest:
+    """One ingest consumer: gathers up to ``max_rows`` or ``max_wait_s``, inserts, commits."""
+
+    def __init__(self, bus: Bus, store: Store, topics: Topics, group: str = "ingest",
+                 max_rows: int = 200_000, max_wait_s: float = 0.5, inflight: int = 2) -> None:
+        self.store = store
+        self.inflight = max(1, inflight)
+        self.topics = topics
+        self.max_rows = max_rows
+        self.max_wait_s = max_wait_s
+        self.stats = IngestStats()
+        self._rows_per_message = 0  # rows per samples message seen so far (0: not known yet)
+        self.clock = PartitionClock()
+        bus.ensure_topics(topics.all())
+        self._consumer = bus.consumer([topics.samples, topics.alerts, topics.actions], group)
+        self._producer = bus.producer()
+
+    def _decode(self, msg: Message, into: _Pending) -> None:
+        try:
+            if msg.topic == self.topics.samples:
+                batch = decode_batch(msg.value)
+                into.samples.append(batch)
+                into.rows += len(batch)
+                self.clock.saw(msg.topic, msg.partition, batch.ts_ns)
+            elif msg.topic == self.topics.alerts:
+                into.alerts.extend(alerts_from_json(msg.value))
+            elif msg.topic == self.topics.actions:
+                into.actions.extend(
+                    ActionResult.model_validate_json(line) for line in msg.value.splitlines()
+                    if line.strip())
+        except (DecodeError, ValueError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"[:500]
+            kind = reason.split(":")[0]
+            if kind not in self.stats.dead_letter_reasons:
+                log.warning("dead-lettering %s[%d]@%d: %s", msg.topic, msg.partition,
+                            msg.offset, reason)
+            self.stats.dead_letter_reasons[kind] = self.stats.dead_letter_reasons.get(kind, 0) + 1
+            self.stats.dead_letters += 1
+            dead_letter(self._producer, self.topics, msg, reason)
+
+    def gather(self, stop: threading.Event | None = None) -> _Pending:
+        pending = _Pending()
+        deadline = time.monotonic() + self.max_wait_s
+        while pending.rows < self.max_rows and not (stop and stop.is_set()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            # ask for about as many messages as fit under max_rows (sample messages vary in size;
+            # until a size is known, a few at a time)
+            if pending.samples:
+                self._rows_per_message = max(1, pending.rows // len(pending.samples))
+            room = ((self.max_rows - pending.rows) // self._rows_per_message
+                    if self._rows_per_message else 16)
+            try:
+                msgs = self._consumer.poll(timeout_s=left, max_records=max(1, min(2000, room)))
+            except BusError as exc:
+                # keep what was gathered: its positions have moved, so it must be stored
+                # before anything is committed
+                self.stats.bus_errors += 1
+                pending.error = exc
+                break
+            offsets = pending.offsets
+            for msg in msgs:
+                self._decode(msg, pending)
+                tp = (msg.topic, msg.partition)
+                if msg.offset >= offsets.get(tp, 0):
+                    offsets[tp] = msg.offset + 1
+            pending.messages += len(msgs)
+        pending.event_ns = self.clock.watermark()
+        return pending
+
+    def flush(self, pending: _Pending) -> None:
+        """Insert everything gathered; raises StoreError (offsets stay uncommitted)."""
+        t0 = time.perf_counter()
+        if pending.samples:
+            self.store.insert_samples(SampleBatch.concat(pending.samples),
+                                      event_ns=pending.event_ns)
+        if pending.alerts:
+            self.store.insert_alerts(pending.alerts)
+        if pending.actions:
+            self.store.insert_actions(pending.actions)
+        self.stats.last_insert_s = time.perf_counter() - t0
+        self.stats.inserts += 1
+
+    def finish(self, pending: _Pending) -> None:
+        """Store a gathered batch and make its dead letters durable: after this returns, its
+        offsets may be committed. Raises StoreError or BusError (nothing may be committed)."""
+        self.flush(pending)
+        self._producer.flush()
+
+    def step(self, stop: threading.Event | None = None) -> int:
+        """One gather → insert → commit cycle; returns the messages handled."""
+        pending = self.gather(stop)
+        if not pending.messages:
+            if pending.error is not None:
+                raise pending.error
+            return 0
+        self.finish(pending)
+        self._commit(pending)
+        return pending.messages
+
+    def _commit(self, pending: _Pending) -> None:
+        """Count what the store now has and commit exactly its offsets. A commit the bus refuses
+        (the group rebalanced, the broker is away) loses nothing: whoever reads those partitions
+        next redoes the work from the last commit, and the store collapses the repeat."""
+        self.stats.messages += pending.messages
+        self.stats.samples += pending.rows
+        self.stats.alerts += len(pending.alerts)
+        self.stats.actions += len(pending.actions)
+        if not pending.offsets:
+            return
+        try:
+            self._consumer.commit(pending.offsets)
+        except BusError as exc:
+            self.stats.commit_failures += 1
+            log.warning("offsets not committed (the work will be redone): %s", exc)
+
+    def _retry(self, pending: _Pending, stop: threading.Event, failure: Exception) -> bool:
+        """Finish ``pending`` after a failure, with backoff, until it works or ``stop``."""
+        backoff = 0.5
+        while True:
+            if isinstance(failure, StoreError):
+                self.stats.store_errors += 1
+            else:
+                self.stats.bus_errors += 1
+            log.error("ingest cannot finish a batch (will retry in %.1fs): %s", backoff, failure)
+            if stop.wait(backoff):
+                return False
+            backoff = min(backoff * 2, 30.0)
+            try:
+                self.finish(pending)
+                return True
+            except (StoreError, BusError) as exc:
+                failure = exc
+
+    def run(self, stop: threading.Event) -> None:
+        """Loop until ``stop``. Up to ``inflight`` batches are inserted by helper threads while
+        the next is gathered (a server spreads concurrent inserts over its cores); a batch's
+        offsets are committed once it and every batch before it are stored, in order. A store
+        or bus outage is retried with backoff, never skipped."""
+        from collections import deque
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        inserter = ThreadPoolExecutor(self.inflight, thread_name_prefix="rocewatch-insert")
+        queue: deque[tuple[_Pending, Future[None]]] = deque()
+        poll_backoff = 0.5
+
+        def settle() -> bool:
+            """Commit, in order, the batches at the head of the queue that are stored; when the
+            queue is full, wait for its head. False when stopped before a failed batch could be
+            stored."""
+            while queue:
+                previous, future = queue[0]
+                if not future.done() and len(queue) < self.inflight:
+                    return True
+                try:
+                    future.result()
+                except (StoreError, BusError) as exc:
+                    if not self._retry(previous, stop, exc):
+                        return False
+                queue.popleft()
+                self._commit(previous)
+            return True
+
+        try:
+            while not stop.is_set():
+                pending = self.gather(stop)
+                if not settle():
+                    break
+                if pending.messages:
+                    queue.append((pending, inserter.submit(self.finish, pending)))
+                    poll_backoff = 0.5
+                elif pending.error is not None:  # the broker is away: wait, then again
+                    log.error("ingest cannot poll (will retry in %.1fs): %s", poll_backoff,
+                              pending.error)
+                    stop.wait(poll_backoff)
+                    poll_backoff = min(poll_backoff * 2, 5.0)  # the client reconnects by itself
+            # stopping: store and commit what is in flight; a failure now is redelivered later
+            for previous, future in queue:
+                try:
+                    future.result()
+                except (StoreError, BusError) as exc:
+                    log.warning("stopping with a batch not stored (it will be redelivered): %s",
+                                exc)
+                    break
+                self._commit(previous)
+        finally:
+            inserter.shutdown(wait=True)
+            self.close()
+
+    def close(self) -> None:
+        self._consumer.close()
+        self._producer.close()
+
+
+def run(ctx: StageContext, stop: threading.Event) -> None:
+    """The ingest role's loop."""
+    if ctx.store is None:
+        raise StoreError("the ingest role needs a store")
+    from pipeline.store.retention import RetentionJob
+    from pipeline.store.rollup.job import RollupJob
+
+    ingest = Ingest(ctx.bus, ctx.store, ctx.topics)
+    ctx.health["ingest"] = lambda: asdict(ingest.stats)
+    # engines without TTL (ClickHouse 18.16) drop expired partitions from a scheduled job
+    retention = RetentionJob(ctx.store, ctx.settings.store)
+    # the rollups are rolled in bulk, bucket by bucket, as the data's event time completes them
+    rollups = RollupJob(ctx.store, ctx.settings.store)
+    ctx.health["rollup"] = lambda: asdict(rollups.stats)
+    retention.start()
+    rollups.start()
+    try:
+        ingest.run(stop)
+    finally:
+        rollups.stop()
+        retention.stop()

@@ -1,0 +1,231 @@
+"""The store on a ClickHouse server (any version from 18.16 on), over the native protocol.
+
+The store asks the server its version, picks the :class:`~pipeline.store.schema.Dialect` it speaks
+and
+renders the one logical schema for it (cluster DDL when ``clickhouse.cluster`` is set). Inserts are
+columnar: numpy arrays straight from the batch (identifier columns are expanded from the batch's
+vocabularies with one numpy take each), followed by the batch's marks for the rollup job
+(:mod:`pipeline.store.rollup.sql`); query results come back as columns shaped like
+:meth:`pipeline.store.chdb.ChdbStore.query`'s (integers and floats as numpy arrays, times as int64
+in their unit, strings and arrays as object arrays).
+
+clickhouse-driver's ``Client`` is not thread-safe: each thread gets a connection of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from clickhouse_driver import Client
+from clickhouse_driver.errors import Error as DriverError
+from numpy.typing import NDArray
+
+from pipeline.config import StoreSettings
+from pipeline.errors import StoreError
+from pipeline.metrics import CATALOG
+from pipeline.model import ActionResult, Alert, SampleBatch
+from pipeline.store.base import (
+    Columns,
+    action_columns,
+    alert_columns,
+    kept_rollups,
+    rollup_retention,
+)
+from pipeline.store.rollup.sql import bucket_marks, marks_insert
+from pipeline.store.rollup.upgrade import finish_upgrade, prepare_upgrade
+from pipeline.store.schema import ACTIONS, ALERTS, SAMPLES, Dialect, Table, dialect_for_version
+
+log = logging.getLogger("rocewatch.store")
+
+_METRIC_NAMES: NDArray[np.object_] = np.asarray([m.name for m in CATALOG], dtype=object)
+
+_EMPTY_DTYPES: dict[str, type[np.generic]] = {
+    "Int8": np.int8, "Int16": np.int16, "Int32": np.int32, "Int64": np.int64,
+    "UInt8": np.uint8, "UInt16": np.uint16, "UInt32": np.uint32, "UInt64": np.uint64,
+    "Float32": np.float32, "Float64": np.float64, "DateTime": np.int64, "Date": np.int64,
+}
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``'18.16.1'`` → ``(18, 16, 1)``; parts that are not numbers are dropped."""
+    parts = []
+    for part in text.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
+class ClickHouseStore:
+    """A :class:`pipeline.store.base.Store` on a ClickHouse server."""
+
+    def __init__(self, settings: StoreSettings) -> None:
+        self.settings = settings
+        self.database = settings.database
+        self.cluster = settings.clickhouse.cluster
+        self._local = threading.local()
+        self._clients: list[Any] = []
+        self._clients_lock = threading.Lock()
+        self._query_settings: dict[str, Any] = {}
+        raw = self._run("SELECT version()", columnar=True)[0][0]
+        self.server_version = str(raw)
+        self.version = parse_version(self.server_version)
+        self.dialect: Dialect = dialect_for_version(
+            self.version, settings.clickhouse.legacy_low_cardinality)
+        self._query_settings = dict(self.dialect.settings)
+        if self.cluster:
+            # an insert returns once every shard has its rows: the commit after it is honest
+            self._query_settings["insert_distributed_sync"] = 1
+        log.info("ClickHouse %s at %s:%d: %s dialect", self.server_version,
+                 settings.clickhouse.host, settings.clickhouse.port, self.dialect.name)
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _client(self) -> Any:
+        client = getattr(self._local, "client", None)
+        if client is None:
+            ch = self.settings.clickhouse
+            client = Client(
+                host=ch.host, port=ch.port, user=ch.user, password=ch.password.get_secret_value(),
+                secure=ch.secure, database="default",
+                compression=False if ch.compression == "none" else ch.compression,
+                connect_timeout=ch.connect_timeout_s,
+                send_receive_timeout=ch.send_receive_timeout_s,
+                client_name="rocewatch", settings={"use_numpy": True},
+            )
+            self._local.client = client
+            with self._clients_lock:
+                self._clients.append(client)
+        return client
+
+    def _run(self, sql: str, data: Any = None, columnar: bool = False,
+             with_column_types: bool = False, settings: dict[str, Any] | None = None) -> Any:
+        merged = {**self._query_settings, **(settings or {})}
+        try:
+            return self._client().execute(sql, data, columnar=columnar,
+                                           with_column_types=with_column_types,
+                                           settings=merged or None)
+        except (DriverError, OSError, EOFError) as exc:
+            ch = self.settings.clickhouse
+            raise StoreError(f"ClickHouse at {ch.host}:{ch.port}: {_message(exc)}") from exc
+
+    # -- the Store interface ------------------------------------------------------------------
+
+    @property
+    def samples_table(self) -> str:
+        return f"{self.database}.{SAMPLES.name}"
+
+    def ddl(self) -> list[str]:
+        """The statements :meth:`migrate` runs, for this server and configuration."""
+        return self.dialect.schema(self.database, self.settings.retention_days,
+                                   rollup_retention(self.settings), self.cluster,
+                                   rollups=kept_rollups(self.settings))
+
+    def migrate(self) -> None:
+        upgrade = prepare_upgrade(self, kept_rollups(self.settings))
+        for statement in self.ddl():
+            self._run(statement)
+        finish_upgrade(self, upgrade)
+
+    def execute(self, sql: str) -> None:
+        self._run(sql)
+
+    def query(self, sql: str) -> Columns:
+        data, types = self._run(sql, columnar=True, with_column_types=True)
+        if not data:
+            return {name: _empty(type_) for name, type_ in types}
+        return {name: _column(col) for (name, _), col in zip(types, data, strict=True)}
+
+    def insert_samples(self, batch: SampleBatch, event_ns: int | None = None) -> int:
+        n = len(batch)
+        if not n:
+            return 0
+        ts: NDArray[Any] = batch.ts_ns
+        if self.dialect.name == "modern":
+            ts = batch.ts_ns.view("datetime64[ns]")
+        columns = [
+            ts,
+            np.asarray(batch.devices, dtype=object)[batch.device],
+            np.asarray(batch.ports, dtype=object)[batch.port],
+            _METRIC_NAMES[batch.metric],
+            batch.qual, batch.value, batch.flags,
+        ]
+        self._insert(SAMPLES, columns)
+        marks = bucket_marks(batch, event_ns) if self.settings.rollups else None
+        if marks is not None:  # after the samples: a mark stands for rows already stored
+            self._run(marks_insert(self.dialect, self.database),
+                      [np.asarray(marks.buckets, np.int64),
+                       np.full(len(marks.buckets), marks.event_ns, np.int64)], columnar=True)
+        return n
+
+    def _insert(self, table: Table, columns: list[Any], numpy: bool = True) -> None:
+        names = ", ".join(self.dialect.insert_columns(table))
+        sql = f"INSERT INTO {self.database}.{table.name} ({names}) VALUES"
+        settings = None if numpy else {"use_numpy": False}
+        self._run(sql, columns, columnar=True, settings=settings)
+
+    def _insert_logical(self, table: Table, columns: dict[str, list[Any]]) -> None:
+        out: list[Any] = []
+        for col in table.columns:
+            values = columns[col.name]
+            if col.type == "time" and self.dialect.name == "modern":
+                values = [datetime.fromtimestamp(v / 1e9, UTC) for v in values]
+            out.append(values)
+        self._insert(table, out, numpy=False)
+
+    def insert_alerts(self, alerts: Sequence[Alert]) -> None:
+        if alerts:
+            self._insert_logical(ALERTS, alert_columns(alerts))
+
+    def insert_actions(self, actions: Sequence[ActionResult]) -> None:
+        if actions:
+            self._insert_logical(ACTIONS, action_columns(actions))
+
+    def close(self) -> None:
+        with self._clients_lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            try:
+                client.disconnect()
+            except Exception as exc:  # closing must not fail: say what happened and go on
+                log.debug("closing a ClickHouse connection: %s", exc)
+
+
+def _message(exc: BaseException) -> str:
+    """The server's message without its stack trace, on one line."""
+    text = str(exc).split("Stack trace:")[0]
+    return " ".join(text.split()) or type(exc).__name__
+
+
+def _column(col: Any) -> NDArray[Any]:
+    """One result column in the shape ChdbStore.query returns."""
+    if isinstance(col, np.ndarray):
+        if col.dtype.kind == "M":
+            return col.view(np.int64)
+        if col.dtype.kind in "US":
+            return col.astype(object)
+        if col.dtype == object and len(col) and isinstance(col[0], (tuple, np.ndarray)):
+            return _objects([list(v) for v in col])
+        return col
+    if isinstance(col, pd.Categorical):
+        return np.asarray(col, dtype=object)
+    return _objects([list(v) if isinstance(v, (tuple, np.ndarray)) else v for v in col])
+
+
+def _objects(values: list[Any]) -> NDArray[np.object_]:
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):  # element-wise: equal-length lists must not become 2-D
+        out[i] = v
+    return out
+
+
+def _empty(type_: str) -> NDArray[Any]:
+    base = type_.removeprefix("LowCardinality(").removesuffix(")")
+    base = base.split("(")[0]
+    return np.empty(0, dtype=_EMPTY_DTYPES.get(base, object))

@@ -1,0 +1,261 @@
+"""The rollup job: rolls every complete bucket once, in bulk, and re-rolls buckets late samples
+reach. It runs from an apscheduler job in the role that writes the store (ingest).
+
+Event time, not the wall clock, decides when a bucket is complete: once the data's event time
+is ``lateness`` past the bucket's end. The data's event time is the newest one the marks carry
+(the store writes marks with every sample insert; ingest's say how far every partition it reads
+has come: :mod:`pipeline.store.rollup.clock`). Each run
+
+1. reads the rollups' states and the marks written since the last run (server clock);
+2. re-rolls the minute buckets already rolled that new marks name (late samples), unless they are
+   more than ``max_late`` behind the event time (those stay in the raw samples; counted);
+3. rolls the minute buckets that became complete, from the watermark on, a few per statement;
+4. does the same for the hour rollup from the minute rows (an hour is complete once its minutes
+   are rolled; an hour holding a re-rolled minute is re-rolled);
+5. records the new states. A run that fails part way records nothing and the next one redoes it:
+   every roll is safe to repeat (:mod:`pipeline.store.rollup.sql`).
+
+A restart resumes from the states in the store. Several ingest processes may each run the job:
+they read the same marks and states, and a bucket rolled twice is the same row.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pipeline.config import StoreSettings
+from pipeline.errors import StoreError
+from pipeline.store.base import Store, kept_rollups
+from pipeline.store.rollup.sql import (
+    State,
+    floor_to,
+    marked_buckets_sql,
+    marks_since_sql,
+    roll_ranges,
+    roll_sql,
+    state_insert,
+    state_sql,
+    statement_span,
+)
+from pipeline.store.schema import Rollup
+
+log = logging.getLogger("rocewatch.rollup")
+
+NS = 1_000_000_000
+#: statements one run issues at most for complete buckets (a long backlog takes several runs,
+#: each recording its progress)
+MAX_STATEMENTS_PER_RUN = 60
+
+
+@dataclass
+class RollupStats:
+    """What the job did (exposed by the health endpoints)."""
+
+    runs: int = 0
+    failures: int = 0
+    statements: int = 0
+    #: buckets rolled once complete, by rollup
+    rolled: dict[str, int] = field(default_factory=dict)
+    #: buckets rolled again for late samples, by rollup
+    rerolled: dict[str, int] = field(default_factory=dict)
+    #: minute buckets whose late samples came after ``max_late`` (left to the raw samples)
+    too_late: int = 0
+    #: the data's event time, and each rollup's watermark (ns)
+    event_ns: int = 0
+    done_ns: dict[str, int] = field(default_factory=dict)
+    last_run_s: float = 0.0
+    busy_s: float = 0.0
+
+
+class RollupJob:
+    """The scheduled roller of one store's rollups (a no-op when the store keeps none)."""
+
+    def __init__(self, store: Store, settings: StoreSettings,
+                 rollups: tuple[Rollup, ...] | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.rollups = kept_rollups(settings) if rollups is None else rollups
+        if self.rollups and self.rollups[0].parent is not None:
+            raise StoreError("the first rollup must be rolled from the samples")
+        self.lateness_ns = int(settings.rollup_lateness_s * NS)
+        self.max_late_ns = int(settings.rollup_max_late_s * NS)
+        self.stats = RollupStats()
+        self._lock = threading.Lock()
+        self._scheduler: Any = None
+        #: marks read at or after the second the last recorded run started, by (bucket, second)
+        self._edge: dict[tuple[int, int], int] = {}
+        self._edge_s = -1
+
+    @property
+    def needed(self) -> bool:
+        return bool(self.rollups)
+
+    # -- one run ------------------------------------------------------------------------------
+
+    def run_once(self, event_ns: int | None = None) -> int:
+        """One run; returns the buckets rolled (complete and late). ``event_ns`` makes the data's
+        event time at least that (a replay that ended, a test): every bucket that ends
+        ``lateness`` before it counts as complete. Raises StoreError (nothing is recorded)."""
+        with self._lock:
+            t0 = time.perf_counter()
+            try:
+                return self._run(event_ns)
+            finally:
+                self.stats.runs += 1
+                self.stats.last_run_s = time.perf_counter() - t0
+                self.stats.busy_s += self.stats.last_run_s
+
+    def catch_up(self, event_ns: int | None = None, max_runs: int = 1000) -> int:
+        """Run until a run rolls nothing; returns the buckets rolled."""
+        total = 0
+        for _ in range(max_runs):
+            rolled = self.run_once(event_ns)
+            total += rolled
+            if not rolled:
+                break
+        return total
+
+    def states(self) -> dict[str, State]:
+        cols = self.store.query(state_sql(self.store.database))
+        return {str(name): State(int(done), int(scanned), int(event)) for name, done, scanned,
+                event in zip(cols["name"], cols["done"], cols["scanned_s"], cols["event"],
+                             strict=True)}
+
+    def _run(self, forced_event_ns: int | None) -> int:
+        if not self.rollups:
+            return 0
+        store, db = self.store, self.store.database
+        states = self.states()
+        now_s = int(store.query("SELECT toUInt64(now()) AS now")["now"][0])
+        root = self.rollups[0]
+        before = states.get(root.name, State())
+        counts, newest = self._marks_since(before.scanned_s)
+        # the marks of the seconds the last run read in part were accounted for then: only the
+        # ones written since count (the server's clock has whole seconds)
+        seen = self._edge if self._edge_s == before.scanned_s else {}
+        marked = sorted({b for (b, at), n in counts.items() if n > seen.get((b, at), 0)})
+        event = max(before.event_ns, forced_event_ns or 0, newest)
+        if not before.done_ns and not marked:
+            return 0  # no data yet
+        width = root.bucket_ns
+        done = before.done_ns or floor_to(min(marked), width)
+        late = self._late(marked, done, event, width)
+        target = max(done, floor_to(event - self.lateness_ns, width))
+        new: dict[str, State] = {}
+        count = reached = 0
+        for rollup in self.rollups:
+            if rollup is not root:  # from its parent: complete once the parent is rolled past
+                width = rollup.bucket_ns
+                parent_first = done
+                done = states.get(rollup.name, State()).done_ns or floor_to(parent_first, width)
+                late = sorted({floor_to(b, width) for b in late if floor_to(b, width) < done})
+                target = max(done, floor_to(reached, width))
+            rolled = self._roll(rollup, late, done, target)
+            new[rollup.name] = State(rolled.done_ns, now_s, event)
+            count += rolled.buckets
+            reached = rolled.done_ns
+        if counts or count:
+            store.execute(state_insert(db, new))
+            self._edge = {key: n for key, n in counts.items() if key[1] >= now_s}
+            self._edge_s = now_s
+        self.stats.event_ns = event
+        self.stats.done_ns = {name: s.done_ns for name, s in new.items()}
+        return count
+
+    def _marks_since(self, scanned_s: int) -> tuple[dict[tuple[int, int], int], int]:
+        """Marks written since ``scanned_s``: how many per (bucket, second written), and the
+        newest event time they carry (0: none)."""
+        marks = self.store.query(marks_since_sql(self.store.database, scanned_s))
+        counts = {(int(b), int(at)): int(n) for b, at, n in zip(marks["bucket"], marks["at_s"],
+                                                                marks["marks"], strict=True)}
+        return counts, max((int(e) for e in marks["event"]), default=0)
+
+    def _late(self, marked: list[int], done_ns: int, event_ns: int, width_ns: int) -> list[int]:
+        """The marked buckets already rolled that are to be rolled again: all but those more
+        than ``max_late`` behind the event time (counted and left to the raw samples)."""
+        horizon = event_ns - self.max_late_ns
+        late = [b for b in marked if b < done_ns and b + width_ns > horizon]
+        too_late = sum(1 for b in marked if b < done_ns and b + width_ns <= horizon)
+        if too_late:
+            self.stats.too_late += too_late
+            log.warning("%d rolled minute bucket(s) got samples more than %.0fs (event time) "
+                        "late: they stay in the raw samples only", too_late,
+                        self.max_late_ns / NS)
+        return late
+
+    def _roll(self, rollup: Rollup, late: list[int], done_ns: int, target_ns: int) -> _Rolled:
+        """Re-roll the ``late`` buckets, then roll ``[done_ns, target_ns)`` (as much as one run
+        may); returns how far it got."""
+        store, name, width = self.store, rollup.name, rollup.bucket_ns
+        buckets = 0
+        for lo, hi in roll_ranges(late, rollup):
+            store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi))
+            self.stats.statements += 1
+            self.stats.rerolled[name] = self.stats.rerolled.get(name, 0) + (hi - lo) // width
+            buckets += (hi - lo) // width
+        ranges, reached = self._forward(rollup, done_ns, target_ns)
+        for lo, hi in ranges:
+            store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi))
+            self.stats.statements += 1
+            self.stats.rolled[name] = self.stats.rolled.get(name, 0) + (hi - lo) // width
+            buckets += (hi - lo) // width
+        return _Rolled(reached, buckets)
+
+    def _forward(self, rollup: Rollup, done_ns: int, target_ns: int,
+                 ) -> tuple[list[tuple[int, int]], int]:
+        """The ranges to roll from ``done_ns`` towards ``target_ns`` this run, and how far the
+        watermark gets with them. One statement's worth is rolled as it is; a longer backlog
+        (the job was away, a replay) only where inserts marked buckets, so stretches without
+        data cost nothing, and at most :data:`MAX_STATEMENTS_PER_RUN` statements a run."""
+        if target_ns <= done_ns:
+            return [], done_ns
+        span = statement_span(rollup)
+        if target_ns - done_ns <= span:
+            return [(done_ns, target_ns)], target_ns
+        limit = MAX_STATEMENTS_PER_RUN * (span // rollup.bucket_ns)
+        found = self.store.query(marked_buckets_sql(self.store.database, rollup.bucket_ns,
+                                                    done_ns, target_ns, limit))
+        marked = [int(b) for b in found["b"]]
+        ranges = roll_ranges(marked, rollup)[:MAX_STATEMENTS_PER_RUN]
+        complete = len(marked) < limit and len(ranges) == len(roll_ranges(marked, rollup))
+        return ranges, (target_ns if complete or not ranges else ranges[-1][1])
+
+    # -- the schedule -------------------------------------------------------------------------
+
+    def _scheduled(self) -> None:
+        try:
+            self.run_once()
+        except StoreError as exc:  # the next run redoes it
+            self.stats.failures += 1
+            log.error("rollup run failed (the next run redoes it): %s", exc)
+
+    def start(self) -> None:
+        if not self.needed or self._scheduler is not None:
+            return
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        scheduler = BackgroundScheduler(timezone="UTC", daemon=True)
+        scheduler.add_job(self._scheduled, "interval", seconds=self.settings.rollup_every_s,
+                          next_run_time=datetime.now(UTC), id="rollup", max_instances=1,
+                          coalesce=True)
+        scheduler.start()
+        self._scheduler = scheduler
+        log.info("rollup job: every %.1fs, buckets complete %.0fs (event time) after their end, "
+                 "late samples re-roll up to %.0fs back", self.settings.rollup_every_s,
+                 self.lateness_ns / NS, self.max_late_ns / NS)
+
+    def stop(self) -> None:
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None:
+            scheduler.shutdown(wait=True)
+
+
+@dataclass(frozen=True)
+class _Rolled:
+    done_ns: int
+    buckets: int

@@ -1,0 +1,106 @@
+"""The alerting side of remediation, assembled: receivers built from the registry, the routing
+tree, inhibition, silences, the dispatcher on event time, and delivery with retries.
+
+It is thread-safe: the router's loop feeds alerts and silence commands, the scheduler's heartbeat
+flushes groups whose time has come, and the drain runbooks page through it (their own
+``remediation_halted`` alert goes through routing like any other).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from pipeline.config import PluginSpec
+from pipeline.errors import ConfigError
+from pipeline.model import Alert
+from pipeline.registry import Registry
+from remediation.alerting.dispatch import Dispatcher
+from remediation.alerting.inhibition import Inhibitor
+from remediation.alerting.notification import Notification
+from remediation.alerting.routing import build_routes
+from remediation.alerting.silences import Silences
+from remediation.audit import Recorder
+from remediation.receivers.base import Receiver
+from remediation.receivers.delivery import Deliverer
+from remediation.settings import RemediationSettings
+
+log = logging.getLogger("rocewatch.remediation")
+
+
+def build_receivers(specs: Iterable[PluginSpec], site: str = "") -> dict[str, Receiver]:
+    """Build every configured receiver; a wrong one is a ConfigError naming its key path."""
+    registry: Registry[Receiver] = Registry("rocewatch.actions")
+    out: dict[str, Receiver] = {}
+    for i, spec in enumerate(specs):
+        where = f"remediation.receivers[{i}]"
+        if spec.instance in out:
+            raise ConfigError(f"receiver name {spec.instance!r} is used twice", where)
+        out[spec.instance] = registry.build(spec, where, site=site)
+    return out
+
+
+class Alerting:
+    def __init__(self, settings: RemediationSettings, receivers: dict[str, Receiver],
+                 recorder: Recorder, silences: Silences | None = None, workers: int = 4,
+                 sleep: Any = None) -> None:
+        self.silences = silences or Silences()
+        for s in settings.silences:
+            self.silences.add(s.matchers, int(s.starts_at.timestamp() * 1e9),
+                              int(s.ends_at.timestamp() * 1e9), s.created_by, s.comment)
+        route = build_routes(settings.route, list(receivers))
+        self.dispatcher = Dispatcher(route, Inhibitor(settings.inhibit_rules), self.silences,
+                                     {name: r.caps for name, r in receivers.items()})
+        self.deliverer = Deliverer(receivers, recorder, on_failed=self._failed, workers=workers,
+                                   sleep=sleep)
+        self._lock = threading.RLock()
+
+    def ingest(self, alerts: Iterable[Alert], now_ns: int) -> None:
+        with self._lock:
+            self.dispatcher.ingest(alerts, now_ns)
+            due = self.dispatcher.flush_due(now_ns)
+        self._send(due)
+
+    def tick(self, now_ns: int) -> None:
+        with self._lock:
+            due = self.dispatcher.flush_due(now_ns)
+        self._send(due)
+
+    def _send(self, notifications: list[Notification]) -> None:
+        for n in notifications:
+            self.deliverer.submit(n)
+
+    def _failed(self, notification: Notification) -> None:
+        with self._lock:
+            self.dispatcher.forget(notification.group_key, notification.receiver)
+
+    def silence(self, matchers: Iterable[str], starts_at_ns: int, ends_at_ns: int,
+                created_by: str, comment: str = "", sid: str = "") -> str:
+        with self._lock:
+            return self.silences.add(matchers, starts_at_ns, ends_at_ns, created_by, comment,
+                                     id=sid).id
+
+    def expire(self, sid: str, now_ns: int) -> bool:
+        with self._lock:
+            return self.silences.expire(sid, now_ns) is not None
+
+    def firing(self, now_ns: int) -> dict[str, Alert]:
+        with self._lock:
+            return self.dispatcher.firing(now_ns)
+
+    def gc(self, now_ns: int) -> None:
+        with self._lock:
+            self.silences.gc(now_ns)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            d = self.dispatcher
+            return {"alerts_held": len(d.alerts), "groups": len(d.groups),
+                    "alerts_received": d.stats.received, "stale": d.stats.stale,
+                    "notifications": d.stats.notifications,
+                    "silences": len(self.silences.all())}
+
+    def close(self) -> None:
+        self.deliverer.close()

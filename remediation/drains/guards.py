@@ -1,0 +1,235 @@
+"""The guards in front of every runbook: each either passes (with the numbers it saw, for the
+audit trail) or raises :class:`~pipeline.errors.GuardRefused` naming itself and why.
+
+The order is cheapest and most global first: the stop-automation latch, the incident itself, the
+target's shape, one action at a time, the hourly rate limit, the cool-downs; then, for a link
+drain, the fabric invariants (connectivity between every pair of leaves, CorrOpt capacity floors
+per leaf and per spine, blast radius per leaf and fabric-wide); for a host isolation, the cap on
+isolated hosts. A fabric link is never drained for a host problem: which runbook an incident kind
+gets is fixed (:data:`RUNBOOK_FOR`), and the target must be a link or a host accordingly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pipeline.errors import GuardRefused
+from pipeline.model import Alert
+from pipeline.topology.model import Link, Port, Topology
+from remediation.settings import GuardSettings
+
+Runbook = Literal["drain", "isolate"]
+#: guards whose refusal may lift while the incident still fires (the proposal is retried)
+TRANSIENT = frozenset({"one_at_a_time", "rate_limit", "cooldown", "connectivity",
+                       "capacity_leaf", "capacity_spine", "blast_radius", "halted"})
+#: incident kind → runbook; every other kind is notify-only
+RUNBOOK_FOR: dict[str, Runbook] = {"faulty_link": "drain", "link_flap": "drain",
+                                   "pfc_storm": "isolate"}
+NS = 1_000_000_000
+HOUR_NS = 3600 * NS
+
+
+@dataclass(frozen=True)
+class Proposal:
+    runbook: Runbook
+    target: str
+    ports: tuple[Port, ...]
+    alert: Alert
+
+
+@dataclass
+class FabricState:
+    """What the guards need to know about the fabric and about our own recent actions."""
+
+    #: links we have drained or are draining (unavailable to traffic)
+    drained: set[str] = field(default_factory=set)
+    #: links down for other reasons (telemetry: oper or admin status down at either end)
+    down: set[str] = field(default_factory=set)
+    isolated_hosts: set[str] = field(default_factory=set)
+    #: target of the run now touching the fabric, if any
+    busy: str | None = None
+    #: event times when actions (including dry-run decisions) were started
+    started_ns: list[int] = field(default_factory=list)
+    last_finished_ns: int | None = None
+    target_finished_ns: dict[str, int] = field(default_factory=dict)
+    halted: str | None = None
+
+
+def propose(alert: Alert, topology: Topology) -> Proposal | None:
+    """The runbook an incident calls for, or None (notify only, or an entity we cannot act on)."""
+    runbook = RUNBOOK_FOR.get(alert.name)
+    if runbook == "drain":
+        link = topology.link_by_id.get(alert.entity)
+        return Proposal("drain", alert.entity, link.ends(), alert) if link else None
+    if runbook == "isolate":
+        host = topology.host_by_name.get(alert.entity)
+        return Proposal("isolate", alert.entity, (host.port,), alert) if host else None
+    return None
+
+
+class Guards:
+    def __init__(self, settings: GuardSettings, topology: Topology) -> None:
+        self.s = settings
+        self.topology = topology
+        self._spine_set = set(topology.spines)
+        self._initial_leaf = {leaf: self._capacity(topology.uplinks(leaf), set())
+                              for leaf in topology.leaves}
+        self._initial_spine = {sp: self._capacity(self._spine_links(sp), set())
+                               for sp in topology.spines}
+
+    # -- the checks ----------------------------------------------------------------------------
+
+    def check(self, proposal: Proposal, state: FabricState, now_ns: int,
+              approved: bool = False, passed: list[dict[str, Any]] | None = None,
+              ) -> list[dict[str, Any]]:
+        """Run every guard; the passed ones as audit steps (also appended to ``passed`` as they
+        pass, so a refusal still shows what was checked). Raises GuardRefused on the first no."""
+        passed = [] if passed is None else passed
+
+        def ok(guard: str, detail: str) -> None:
+            passed.append({"step": "guard", "guard": guard, "outcome": "done", "detail": detail})
+
+        s = self.s
+        if state.halted:
+            raise GuardRefused("halted", f"automation is stopped ({state.halted}); "
+                               "a person must send a resume command")
+        ok("halted", "automation is running")
+        alert = proposal.alert
+        if not alert.root_cause or not alert.firing:
+            raise GuardRefused("incident", "only a firing root-cause incident may start a runbook")
+        if alert.confidence < s.min_confidence:
+            raise GuardRefused("incident", f"confidence {alert.confidence:.2f} is below "
+                               f"{s.min_confidence:.2f}")
+        ok("incident", f"{alert.name} on {alert.entity}, confidence {alert.confidence:.2f}")
+        self._target_shape(proposal)
+        ok("target", f"{proposal.runbook} {proposal.target} on "
+           f"{', '.join(map(str, proposal.ports))}")
+        if state.busy and state.busy != proposal.target:
+            raise GuardRefused("one_at_a_time", f"a runbook on {state.busy} is in progress")
+        ok("one_at_a_time", "no other runbook is touching the fabric")
+        recent = [t for t in state.started_ns if now_ns - t < HOUR_NS]
+        if len(recent) >= s.max_actions_per_hour and not approved:
+            raise GuardRefused("rate_limit", f"{len(recent)} actions in the last hour "
+                               f"(limit {s.max_actions_per_hour})")
+        ok("rate_limit", f"{len(recent)} of {s.max_actions_per_hour} actions in the last hour")
+        if state.last_finished_ns is not None and not approved:
+            left = state.last_finished_ns + int(s.cooldown * NS) - now_ns
+            if left > 0:
+                ago = (now_ns - state.last_finished_ns) / NS
+                raise GuardRefused("cooldown", f"the last action finished {ago:.0f}s ago; "
+                                   f"cool-down is {s.cooldown:.0f}s")
+        last = state.target_finished_ns.get(proposal.target)
+        if last is not None:
+            left = last + int(s.target_cooldown * NS) - now_ns
+            if left > 0:
+                raise GuardRefused("cooldown", f"{proposal.target} was acted on "
+                                   f"{(now_ns - last) / NS:.0f}s ago; its cool-down is "
+                                   f"{s.target_cooldown:.0f}s")
+        ok("cooldown", "outside every cool-down")
+        if proposal.runbook == "drain":
+            self._fabric(proposal.target, state, passed)
+        else:
+            if len(state.isolated_hosts - {proposal.target}) >= s.max_isolated_hosts:
+                raise GuardRefused("blast_radius", f"{len(state.isolated_hosts)} host(s) already "
+                                   f"isolated (limit {s.max_isolated_hosts})")
+            ok("blast_radius", f"{len(state.isolated_hosts)} of {s.max_isolated_hosts} hosts "
+               "isolated")
+        return passed
+
+    def _target_shape(self, proposal: Proposal) -> None:
+        if proposal.runbook == "drain":
+            link = self.topology.link_by_id.get(proposal.target)
+            if link is None:
+                raise GuardRefused("target", f"{proposal.target} is not a fabric link")
+            if set(proposal.ports) != set(link.ends()):
+                raise GuardRefused("target", f"ports {proposal.ports} are not both ends of "
+                                   f"{proposal.target}")
+            return
+        host = self.topology.host_by_name.get(proposal.target)
+        if host is None or proposal.ports != (host.port,):
+            raise GuardRefused("target", f"{proposal.target} is not a host on a leaf port")
+        if self.topology.attachment(host.port) != host:
+            raise GuardRefused("target", f"{host.port} is not {proposal.target}'s host port")
+
+    def _fabric(self, link_id: str, state: FabricState, steps: list[dict[str, Any]]) -> None:
+        s = self.s
+        link = self.topology.link_by_id[link_id]
+        unavailable = state.drained | state.down | {link_id}
+        leaf, spine = self._leaf_spine(link)
+        # connectivity: the drained leaf still shares a spine with every other leaf
+        mine = self._spines_of(leaf, unavailable)
+        if not mine:
+            raise GuardRefused("connectivity", f"{leaf} would have no uplink left")
+        for other in self.topology.leaves:
+            if other != leaf and not (mine & self._spines_of(other, unavailable)):
+                raise GuardRefused("connectivity", f"{leaf} and {other} would share no spine")
+        steps.append({"step": "guard", "guard": "connectivity", "outcome": "done",
+                      "detail": f"{leaf} keeps spines {', '.join(sorted(mine))}"})
+        left = self._capacity(self.topology.uplinks(leaf), unavailable)
+        initial = self._initial_leaf[leaf]
+        if initial <= 0 or left / initial < s.leaf_capacity_floor:
+            raise GuardRefused("capacity_leaf", f"{leaf} would keep {left:.0f} of {initial:.0f} "
+                               f"Gbit/s uplink capacity ({_pct(left, initial)}), below the floor "
+                               f"of {s.leaf_capacity_floor:.0%}")
+        steps.append({"step": "guard", "guard": "capacity_leaf", "outcome": "done",
+                      "detail": f"{leaf} keeps {left:.0f}/{initial:.0f} Gbit/s "
+                                f"({_pct(left, initial)} >= {s.leaf_capacity_floor:.0%})"})
+        left = self._capacity(self._spine_links(spine), unavailable)
+        initial = self._initial_spine[spine]
+        if initial <= 0 or left / initial < s.spine_capacity_floor:
+            raise GuardRefused("capacity_spine", f"{spine} would keep {left:.0f} of "
+                               f"{initial:.0f} Gbit/s ({_pct(left, initial)}), below the floor "
+                               f"of {s.spine_capacity_floor:.0%}")
+        steps.append({"step": "guard", "guard": "capacity_spine", "outcome": "done",
+                      "detail": f"{spine} keeps {left:.0f}/{initial:.0f} Gbit/s "
+                                f"({_pct(left, initial)} >= {s.spine_capacity_floor:.0%})"})
+        on_leaf = [d for d in state.drained if d != link_id and leaf in _switches(
+            self.topology.link_by_id.get(d))]
+        if len(on_leaf) >= s.max_drained_per_leaf:
+            raise GuardRefused("blast_radius", f"{leaf} already has {len(on_leaf)} drained "
+                               f"uplink(s) (limit {s.max_drained_per_leaf})")
+        limit = max(1, math.floor(s.max_drained_fraction * len(self.topology.links)))
+        ours = len(state.drained - {link_id})
+        if ours >= limit:
+            raise GuardRefused("blast_radius", f"{ours} links already drained (limit {limit}, "
+                               f"{s.max_drained_fraction:.0%} of {len(self.topology.links)})")
+        steps.append({"step": "guard", "guard": "blast_radius", "outcome": "done",
+                      "detail": f"{len(on_leaf)} drained on {leaf}, {ours} of {limit} "
+                                "fabric-wide"})
+
+    # -- fabric arithmetic ---------------------------------------------------------------------
+
+    def _leaf_spine(self, link: Link) -> tuple[str, str]:
+        a, b = link.a.device, link.b.device
+        return (b, a) if a in self._spine_set else (a, b)
+
+    def _spine_links(self, spine: str) -> list[Link]:
+        return [ln for ln in self.topology.links if spine in (ln.a.device, ln.b.device)]
+
+    def _spines_of(self, leaf: str, unavailable: set[str]) -> set[str]:
+        return {self._leaf_spine(ln)[1] for ln in self.topology.uplinks(leaf)
+                if ln.id not in unavailable}
+
+    @staticmethod
+    def _capacity(links: Iterable[Link], unavailable: set[str]) -> float:
+        return sum(ln.gbps or 1.0 for ln in links if ln.id not in unavailable)
+
+    def links_of_ports(self, ports: Sequence[Port]) -> set[str]:
+        """Fabric links with an end among ``ports`` (down ports → down links)."""
+        out = set()
+        for port in ports:
+            link = self.topology.attachment(port)
+            if isinstance(link, Link):
+                out.add(link.id)
+        return out
+
+
+def _switches(link: Link | None) -> tuple[str, ...]:
+    return (link.a.device, link.b.device) if link else ()
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{part / whole:.0%}" if whole else "n/a"

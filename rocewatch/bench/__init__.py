@@ -1,0 +1,1 @@
+"""Benchmarks behind ``rocewatch bench ...``: each prints numbers, never asserts a time."""

@@ -1,0 +1,148 @@
+"""Random scenarios for backtesting detection on fabrics and faults nobody tuned for.
+
+``rocewatch scenario generate DIR --count N --seed S`` writes N valid scenario files (format 1):
+fabric shapes, link speeds, agent mixes, vendor profiles, routing modes, traffic and cadence drawn
+at random, each with zero (a control run), one or two faults of random kinds, targets and
+parameters within the ranges real faults take (corruption from 1e-6 to 1e-3, NICs draining at 10
+to 50 %, incasts of 2 to 12 senders...). Same seed, same files. Run them with
+``rocewatch scenario suite DIR``: a detector change that only helps the public suite shows here.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.topology.model import Topology, spine_leaf
+
+FAULT_KINDS = ("pfc_storm", "incast", "slow_receiver", "link_corruption", "link_flap",
+               "optics_degrade", "ecmp_collision", "buffer_misconfig", "pfc_deadlock",
+               "link_down")
+
+
+def _fabric(rng: random.Random) -> dict[str, Any]:
+    link = rng.choice((100, 200, 400, 400))
+    fabric: dict[str, Any] = {
+        "spines": rng.choice((2, 3, 4)), "leaves": rng.randint(3, 8),
+        "hosts_per_leaf": rng.randint(2, 4), "uplinks_per_pair": rng.choice((1, 1, 1, 2)),
+        "link_gbps": link, "host_gbps": rng.choice([g for g in (100, 200, 400) if g <= link]),
+    }
+    mix = rng.random()
+    if mix < 0.15:
+        fabric["agents"] = {"gnmi": 0.0, "snmp": 1.0}
+    elif mix < 0.4:
+        fabric["agents"] = {"gnmi": 0.5, "snmp": 0.5}
+    profiles = ["openconfig", "arista", "sonic"]
+    rng.shuffle(profiles)
+    fabric["profiles"] = profiles[: rng.randint(1, 3)]
+    return fabric
+
+
+def _traffic(rng: random.Random) -> list[dict[str, Any]]:
+    entries = [{"pattern": rng.choice(("allreduce", "allreduce", "alltoall", "uniform")),
+                "hosts": "all", "load": round(rng.uniform(0.2, 0.7), 2),
+                "qps_per_flow": rng.choice((1, 2, 4, 8))}]
+    if rng.random() < 0.3:
+        entries.append({"pattern": "allreduce", "hosts": "leaf1",
+                        "load": round(rng.uniform(0.1, 0.3), 2), "qps_per_flow": 4})
+    return entries
+
+
+def _cycle(rng: random.Random, topo: Topology) -> list[str]:
+    a, b = rng.sample(topo.leaves, 2)
+    s, t = rng.sample(topo.spines, 2)
+    return [f"{a}~{s}", f"{b}~{s}", f"{b}~{t}", f"{a}~{t}"]
+
+
+def _fault(rng: random.Random, kind: str, topo: Topology, taken: set[str],
+           at_s: float, until_s: float) -> dict[str, Any] | None:
+    hosts = [h.name for h in topo.hosts if h.name not in taken]
+    links = [ln.id for ln in topo.links if ln.id not in taken and "#" not in ln.id]
+    params: dict[str, Any] = {}
+    target: Any
+    if kind in ("pfc_storm", "incast", "slow_receiver"):
+        if not hosts:
+            return None
+        target = rng.choice(hosts)
+        if kind == "pfc_storm":
+            params = {"priority": 3}
+        elif kind == "incast":
+            params = {"fan_in": rng.randint(2, min(12, len(topo.hosts) - 1))}
+        else:
+            params = {"drain_fraction": round(rng.uniform(0.1, 0.5), 2)}
+    elif kind in ("link_corruption", "link_flap", "optics_degrade", "link_down"):
+        if not links:
+            return None
+        target = rng.choice(links)
+        if kind == "link_corruption":
+            params = {"rate": float(f"{10 ** rng.uniform(-6, -3):.2g}"),
+                      "direction": rng.choice(("a_to_b", "b_to_a", "both"))}
+        elif kind == "link_flap":
+            period = rng.randint(10, 20)
+            params = {"period_s": period, "down_s": rng.randint(2, min(5, period - 1))}
+        elif kind == "optics_degrade":
+            params = {"start_rate": float(f"{10 ** rng.uniform(-8, -7):.2g}"),
+                      "end_rate": float(f"{10 ** rng.uniform(-5, -4):.2g}")}
+    elif kind == "ecmp_collision":
+        target = rng.choice([leaf for leaf in topo.leaves if leaf not in taken] or topo.leaves)
+        params = {"flows": rng.randint(4, 12)}
+    elif kind == "buffer_misconfig":
+        target = rng.choice([s for s in topo.switches if s not in taken] or topo.switches)
+        params = {"xoff_fraction": round(rng.uniform(0.05, 0.4), 2)}
+    else:  # pfc_deadlock
+        cycle = _cycle(rng, topo)
+        target = rng.choice(cycle)
+        params = {"cycle": cycle}
+    taken.add(str(target))
+    fault: dict[str, Any] = {"kind": kind, "target": target, "at_s": at_s, "until_s": until_s}
+    if params:
+        fault["params"] = params
+    return fault
+
+
+def generate(seed: int, index: int) -> dict[str, Any]:
+    """The ``index``-th scenario of a seed's series."""
+    rng = random.Random(seed * 100_003 + index)
+    fabric = _fabric(rng)
+    topo = spine_leaf(fabric["spines"], fabric["leaves"], fabric["hosts_per_leaf"],
+                      fabric["uplinks_per_pair"], fabric["link_gbps"], fabric["host_gbps"])
+    routing = rng.choice(("ecmp", "eecmp", "pinned", "te"))
+    interval = rng.choice((0.5, 1, 1, 1, 2))
+    count = rng.choices((0, 1, 2), weights=(0.15, 0.6, 0.25))[0]
+    faults: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    t = float(rng.randint(30, 45))
+    for _ in range(count):
+        kind = rng.choice(FAULT_KINDS)
+        span = 80.0 if kind == "optics_degrade" else float(rng.randint(30, 50))
+        fault = _fault(rng, kind, topo, taken, t, t + span)
+        if fault is not None:
+            faults.append(fault)
+            # a second fault either overlaps the first or follows it
+            t = t + (rng.uniform(5, 15) if rng.random() < 0.4 else span + 20)
+    end = max([f["until_s"] for f in faults], default=t + 60)
+    return {
+        "format": 1,
+        "name": f"random-{seed}-{index:03d}",
+        "seed": seed * 1000 + index,
+        "duration_s": int(end + 20),
+        "sample_interval_s": interval,
+        "fabric": fabric,
+        "routing": routing,
+        "traffic": _traffic(rng),
+        "faults": faults,
+    }
+
+
+def write(folder: Path, seed: int, count: int) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(count):
+        doc = generate(seed, i)
+        path = folder / f"{doc['name']}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
+        paths.append(path)
+    return paths

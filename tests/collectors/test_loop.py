@@ -1,0 +1,99 @@
+"""The collect role: collectors from the config, through the registry, onto the bus, with a
+Prometheus endpoint of per-target health."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from pygnmi.spec.v080 import gnmi_pb2 as pb
+
+from collectors import loop as runner
+from pipeline.bus.base import MemoryBus, Topics
+from pipeline.config import PluginSpec
+from pipeline.registry import Registry
+from pipeline.stage import StageContext
+from pipeline.wire.samples import decode_batch
+from tests.collectors.conftest import SYNC, ScriptedTarget, hold, notification, write_targets
+
+T0 = 1_800_000_000_000_000_000
+
+
+def test_builtins_are_registered_as_entry_points() -> None:
+    registry = Registry("rocewatch.collectors")  # type: ignore[var-annotated]
+    assert {"gnmi", "snmp"} <= set(registry.names())
+    assert registry.get("gnmi").name == "gnmi"
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def counting(request: pb.SubscribeRequest, target: ScriptedTarget) -> Iterator[bytes]:
+    path = "/interfaces/interface[name=Ethernet1]/state/counters/in-octets"
+    yield notification(T0, [(path, pb.TypedValue(uint_val=1))])
+    yield SYNC
+    for i in range(1, 200):
+        time.sleep(0.02)
+        yield notification(T0 + i * 10**8, [(path, pb.TypedValue(uint_val=i))])
+    yield from hold(target)
+
+
+def test_collect_role_publishes_per_device_batches(tmp_path: Path,
+                                                   gnmi_targets: list[ScriptedTarget],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("R_USER", "admin")
+    monkeypatch.setenv("R_PASS", "admin")
+    gnmi_targets.extend(ScriptedTarget(counting).start() for _ in range(2))
+    targets = write_targets(tmp_path / "targets.yaml", [
+        {"name": f"leaf{i}", "address": t.address, "protocol": "gnmi", "profile": "openconfig",
+         "sample_interval_s": 0.1,
+         "credentials": {"username_env": "R_USER", "password_env": "R_PASS"}}
+        for i, t in enumerate(gnmi_targets, 1)])
+    port = free_tcp_port()
+    spec = PluginSpec.model_validate({"type": "gnmi", "name": "fabric", "targets": str(targets),
+                                      "flush_interval_s": 0.05,
+                                      "metrics_listen": f"127.0.0.1:{port}"})
+    bus = MemoryBus(partitions=4)
+    topics = Topics("t.")
+    bus.ensure_topics(topics.all())
+    ctx = StageContext(SimpleNamespace(collectors=(spec,)), bus, topics)
+    consumer = bus.consumer([topics.samples], "test")
+    stop = threading.Event()
+    thread = threading.Thread(target=runner.run, args=(ctx, stop), daemon=True)
+    thread.start()
+    seen: dict[str, set[str]] = {}
+    keys_ok = True
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (
+                {"leaf1", "leaf2"} <= set(seen)
+                and all("if_in_octets" in m and "collector_up" in m for m in seen.values())):
+            for msg in consumer.poll(0.5):
+                batch = decode_batch(msg.value)
+                assert len(batch.devices) == 1
+                keys_ok &= msg.key == batch.devices[0].encode()
+                seen.setdefault(batch.devices[0], set()).update(batch.metric_names().tolist())
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+        health = ctx.health["collector.fabric"]()
+    finally:
+        stop.set()
+        thread.join(20)
+    assert not thread.is_alive()
+    assert keys_ok, "batches must be keyed by their device"
+    assert {"leaf1", "leaf2"} <= set(seen)
+    text = body.decode()
+    assert 'rocewatch_collector_up{collector="fabric",profile="openconfig",protocol="gnmi",' \
+           'target="leaf1"} 1.0' in text
+    assert "rocewatch_collector_samples_total" in text
+    assert health["targets_up"] == 2 and health["alive"]
+    with pytest.raises(OSError):  # the endpoint went away with the role
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)

@@ -1,0 +1,229 @@
+"""The correlator on hand-built symptom sets: pause trees, their roots, cycles, link joins."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from detectors.correlation.correlator import Correlator
+from detectors.correlation.pause_graph import build, host_node
+from detectors.features import FeatureTable, Frame, col
+from detectors.ports import PortIndex
+from detectors.series import SeriesIndex
+from pipeline.model import Alert
+from pipeline.topology.model import Topology, spine_leaf
+
+T0 = 1_000_000_000_000
+S = 1_000_000_000
+
+
+def sym(name: str, port: str, t: float = 10.0, **evidence: float) -> Alert:
+    ns = T0 + round(t * 1e9)
+    return Alert(name=name, entity=port, ports=(port,), root_cause=False, evidence=evidence,
+                 labels={"port": port}, starts_at_ns=ns - 1_000_000_000, updated_at_ns=ns)
+
+
+def device_sym(name: str, device: str, t: float = 10.0, **evidence: float) -> Alert:
+    ns = T0 + round(t * 1e9)
+    return Alert(name=name, entity=device, root_cause=False, evidence=evidence,
+                 starts_at_ns=ns - 1_000_000_000, updated_at_ns=ns)
+
+
+def correlate(topo: Topology, symptoms: list[Alert], corr: Correlator | None = None,
+              t: float = 12.0) -> tuple[list[Alert], list[Alert]]:
+    corr = corr or Correlator(topo)
+    names = SeriesIndex()
+    frame = Frame(FeatureTable(), PortIndex(names, topo), np.empty(0, np.int64),
+                  T0 + round(t * 1e9))
+    out = corr.correlate(symptoms, frame)
+    return [a for a in out if a.root_cause], [a for a in out if not a.root_cause]
+
+
+TOPO = spine_leaf(2, 3, 2)  # leafN: Ethernet1-2 hosts, Ethernet3 → spine1, Ethernet4 → spine2
+# spineS: EthernetN → leafN
+
+
+def storm_tree() -> list[Alert]:
+    """host3 (leaf2:Ethernet1) stuck; leaf2 pauses both spines; spines pause leaf1 and leaf3."""
+    return [
+        sym("pfc_watchdog", "leaf2:Ethernet1", pause_share=1.0, drain=0.0),
+        sym("pfc_paused", "spine1:Ethernet2", pause_share=0.4),
+        sym("pfc_paused", "spine2:Ethernet2", pause_share=0.4),
+        sym("pfc_paused", "leaf1:Ethernet3", pause_share=0.2),
+        sym("pfc_paused", "leaf3:Ethernet4", pause_share=0.2),
+        sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.3),
+    ]
+
+
+def test_graph_walks_from_victims_to_the_stuck_host():
+    graph = build(storm_tree(), TOPO)
+    assert graph.roots() == {host_node("host3")}
+    tree = graph.ancestors([host_node("host3")])
+    assert {"leaf1:Ethernet3", "leaf3:Ethernet4", "spine1:Ethernet2", host_node("host1")} <= tree
+
+
+def test_one_storm_incident_explains_and_inhibits_every_echo():
+    roots, symptoms = correlate(TOPO, storm_tree())
+    assert [(a.name, a.entity) for a in roots] == [("pfc_storm", "host3")]
+    storm = roots[0]
+    assert len(storm.explains) == 6
+    assert all(s.inhibited_by == storm.fingerprint for s in symptoms)
+    assert storm.severity.value == "critical"
+
+
+def test_a_pause_never_travels_back_over_the_link_it_came_in_on():
+    # spine1 pauses leaf1's uplink; spine1's only other blocked egress is toward leaf1 itself
+    graph = build([sym("pfc_paused", "leaf1:Ethernet3"), sym("pfc_paused", "spine1:Ethernet1")],
+                  TOPO)
+    assert "spine1:Ethernet1" not in graph.edges.get("leaf1:Ethernet3", set())
+    assert graph.edges["leaf1:Ethernet3"] == {"device:spine1"}
+
+
+def test_a_pause_seen_only_by_the_pausing_end_still_blocks_the_other():
+    # leaf1 times its pauses (SONiC); spine1 only counts frames and stayed under its threshold
+    graph = build([sym("pfc_pausing", "leaf1:Ethernet3", throttle=0.3)], TOPO)
+    assert graph.is_blocked("spine1:Ethernet1")
+    assert not graph.is_blocked("leaf1:Ethernet3")
+
+
+def test_a_saturated_link_into_a_leaf_waits_for_its_oversubscribed_hosts():
+    # the senders' paths meet on the spine's downlink: it runs at line rate with a queue, and
+    # every byte of it leaves through leaf3's host ports, one of them oversubscribed
+    graph = build([sym("queue_buildup", "spine1:Ethernet3", util=1.0),
+                   sym("egress_oversubscribed", "leaf3:Ethernet1", util=1.0)], TOPO)
+    assert "leaf3:Ethernet1" in graph.edges["spine1:Ethernet3"]
+    # a link into a leaf with no oversubscribed host port waits for nothing it can name
+    graph = build([sym("queue_buildup", "spine1:Ethernet3", util=1.0)], TOPO)
+    assert not graph.edges.get("spine1:Ethernet3")
+
+
+def test_incast_needs_senders_held_to_under_half_their_line_rate():
+    root = sym("egress_oversubscribed", "leaf3:Ethernet1", util=1.0)
+    chain = [root, sym("queue_buildup", "leaf3:Ethernet1", util=1.0),
+             sym("queue_buildup", "spine1:Ethernet3", util=0.2),
+             sym("queue_buildup", "leaf1:Ethernet3", util=0.1)]
+    benign = [*chain, sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.15),
+              sym("pfc_pausing", "leaf1:Ethernet2", throttle=0.2)]
+    roots, _ = correlate(TOPO, benign)
+    assert roots == []
+    flooded = [*chain, sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.9),
+               sym("pfc_pausing", "leaf1:Ethernet2", throttle=0.92)]
+    roots, symptoms = correlate(TOPO, flooded)
+    assert [(a.name, a.entity) for a in roots] == [("incast", "host5")]
+    assert roots[0].evidence["senders"] == 2.0
+    assert {s.entity for s in symptoms if s.inhibited_by} >= {"leaf1:Ethernet1",
+                                                               "spine1:Ethernet3"}
+
+
+def _flooded(util: float) -> list[Alert]:
+    return [sym("egress_oversubscribed", "leaf3:Ethernet1", util=util),
+            sym("queue_buildup", "leaf3:Ethernet1", util=util),
+            sym("queue_buildup", "spine1:Ethernet3", util=0.2),
+            sym("queue_buildup", "leaf1:Ethernet3", util=0.1),
+            sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.9),
+            sym("pfc_pausing", "leaf1:Ethernet2", throttle=0.92)]
+
+
+def test_an_oversubscribed_port_that_stopped_sending_is_no_incast():
+    # its symptom waits to clear while nothing feeds it any more: starved, not flooded
+    assert [(a.name, a.entity) for a in correlate(TOPO, _flooded(1.0))[0]] == [("incast", "host5")]
+    assert correlate(TOPO, _flooded(0.1))[0] == []
+
+
+def test_senders_held_back_by_a_deadlock_make_no_incast():
+    cycle = [sym("pfc_hold", p) for p in ("leaf1:Ethernet3", "spine1:Ethernet2",
+                                          "leaf2:Ethernet4", "spine2:Ethernet1")]
+    roots, _ = correlate(TOPO, [*_flooded(1.0), *cycle])
+    assert [a.name for a in roots] == ["pfc_deadlock"]
+
+
+def test_a_cycle_of_held_ports_is_one_deadlock_on_its_links():
+    cycle = [sym("pfc_hold", p) for p in ("leaf1:Ethernet3", "spine1:Ethernet2",
+                                          "leaf2:Ethernet4", "spine2:Ethernet1")]
+    roots, _ = correlate(TOPO, cycle)
+    assert len(roots) == 1 and roots[0].name == "pfc_deadlock"
+    assert roots[0].entity == "leaf1~spine1,leaf1~spine2,leaf2~spine1,leaf2~spine2"
+
+
+def test_held_ports_that_do_not_close_a_cycle_are_no_deadlock():
+    roots, _ = correlate(TOPO, [sym("pfc_hold", "leaf1:Ethernet3"),
+                                sym("pfc_hold", "spine1:Ethernet2")])
+    assert not any(a.name == "pfc_deadlock" for a in roots)
+
+
+def test_errors_at_both_ends_are_one_faulty_link_in_both_directions():
+    roots, symptoms = correlate(TOPO, [
+        sym("fcs_errors", "leaf2:Ethernet3", corruption=2e-6),
+        sym("fcs_errors", "spine1:Ethernet2", corruption=1e-7)])
+    assert [(a.name, a.entity) for a in roots] == [("faulty_link", "leaf2~spine1")]
+    assert roots[0].annotations["summary"].endswith("both directions")
+    assert roots[0].severity.value == "critical"
+    assert all(s.inhibited_by == roots[0].fingerprint for s in symptoms)
+
+
+def test_flap_takes_precedence_over_down_and_errors_on_the_same_link():
+    roots, _ = correlate(TOPO, [sym("port_down", "leaf1:Ethernet4"),
+                                sym("carrier_flap", "spine2:Ethernet1", bounces=2.0),
+                                sym("fcs_errors", "leaf1:Ethernet4", corruption=1e-6)])
+    assert [(a.name, a.entity) for a in roots] == [("link_flap", "leaf1~spine2")]
+
+
+def test_imbalance_that_follows_a_link_failure_is_its_consequence():
+    corr = Correlator(TOPO)
+    failure = [sym("port_down", "leaf3:Ethernet3", t=5.0), sym("port_down", "spine1:Ethernet3",
+                                                                t=5.0)]
+    imbalance = device_sym("uplink_imbalance", "leaf1", t=9.0, imbalance=2.0)
+    roots, symptoms = correlate(TOPO, [*failure, imbalance], corr)
+    assert [a.name for a in roots] == ["link_down"]
+    assert next(s for s in symptoms if s.name == "uplink_imbalance").inhibited_by
+    # the link comes back; the imbalance's own hysteresis outlives it: still no root cause
+    roots, _ = correlate(TOPO, [imbalance], corr, t=13.0)
+    assert roots == []
+
+
+def test_an_imbalance_a_leaf_saw_first_within_one_sample_is_still_the_failures_consequence():
+    # SNMP polls reach switches at different moments of a 2 s cadence: leaf1 saw its flows move
+    # 1.5 s before anyone polled the link's ends; more than an interval earlier it came first
+    corr = Correlator(TOPO)
+    table = FeatureTable()
+    table._grow(4)
+    table.dt[:, col("if_out_octets")] = 2.0
+    frame = Frame(table, PortIndex(SeriesIndex(), TOPO), np.empty(0, np.int64), T0 + 12 * S)
+    failure = [sym("port_down", "leaf3:Ethernet3", t=9.0), sym("port_down", "spine1:Ethernet3",
+                                                                t=9.0)]
+    for onset, roots in ((7.5, ["link_down"]), (4.0, ["ecmp_imbalance", "link_down"])):
+        imbalance = device_sym("uplink_imbalance", "leaf2", t=onset, imbalance=2.0)
+        out = Correlator(TOPO).correlate([*failure, imbalance], frame)
+        assert sorted(a.name for a in out if a.root_cause) == roots
+    # without a known cadence the order is taken as it is
+    roots, _ = correlate(TOPO, [*failure, device_sym("uplink_imbalance", "leaf2", t=7.5)], corr)
+    assert sorted(a.name for a in roots) == ["ecmp_imbalance", "link_down"]
+
+
+def test_an_imbalance_that_came_first_stays_a_root_cause():
+    roots, _ = correlate(TOPO, [device_sym("uplink_imbalance", "leaf1", t=3.0, imbalance=3.0),
+                                sym("port_down", "leaf3:Ethernet3", t=9.0)])
+    assert {a.name for a in roots} == {"ecmp_imbalance", "link_down"}
+
+
+def test_misconfig_symptom_on_a_switch_with_a_blocked_egress_is_not_an_incident():
+    alone = [device_sym("pause_without_load", "spine2", pause_share=0.05)]
+    roots, _ = correlate(TOPO, alone)
+    assert [(a.name, a.entity) for a in roots] == [("buffer_misconfig", "spine2")]
+    roots, _ = correlate(TOPO, [*alone, sym("pfc_paused", "spine2:Ethernet3", pause_share=0.3)])
+    assert roots == []
+
+
+def test_unexplained_symptoms_are_published_and_congestion_alone_is_only_info():
+    roots, symptoms = correlate(TOPO, [sym("queue_buildup", "spine1:Ethernet1", util=0.95),
+                                       sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.1),
+                                       sym("anomaly", "leaf3:Ethernet3", score=0.9)])
+    assert roots == [] and all(s.inhibited_by is None for s in symptoms)
+    severity = {s.name: s.severity.value for s in symptoms}
+    # benign load stays visible without turning the fabric yellow; the rest keeps its weight
+    assert severity == {"queue_buildup": "info", "pfc_pausing": "info", "anomaly": "warning"}
+
+
+def test_congestion_an_incident_explains_keeps_its_severity():
+    _, symptoms = correlate(TOPO, storm_tree())
+    paused = [s for s in symptoms if s.name == "pfc_paused"]
+    assert paused and all(s.severity.value == "warning" and s.inhibited_by for s in paused)

@@ -1,0 +1,123 @@
+"""A real browser on the real dashboard: the API (uvicorn, loopback) over a store holding an
+injected faulty link, ``streamlit run ui/dashboard/app.py`` in its own process, and Debian's
+Chromium driven by Playwright. The faulty link must be drawn red and named; the page is saved as a
+screenshot under ``var/screenshots/`` for a person to look at.
+
+In CI (CI=true) a missing Chromium is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.ui.conftest import FabricStore
+from tests.ui.ui_fabric import FAULTY_LINK
+from ui.api.server import Running
+
+REPO = Path(__file__).parents[3]
+CHROMIUM = "/usr/bin/chromium"
+SHOT = REPO / "var" / "screenshots" / "dashboard-faulty-link.png"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+RED = "rgb(214, 39, 40)"  # ui.dashboard.style.COLOURS["critical"]
+
+pytestmark = pytest.mark.integration
+
+
+def need_chromium() -> None:
+    if Path(CHROMIUM).exists():
+        return
+    message = f"needs Chromium at {CHROMIUM} (apt-get install chromium)"
+    if os.environ.get("CI", "").lower() in ("true", "1"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def dashboard(live_api: Running, tmp_path: Path) -> Iterator[str]:
+    """``streamlit run ui/dashboard/app.py -- --api URL`` on a free port; its URL."""
+    port = free_port()
+    log = (tmp_path / "streamlit.log").open("w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "streamlit"), "run",
+         str(REPO / "ui" / "dashboard" / "app.py"),
+         "--server.headless", "true", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none", "--client.toolbarMode", "viewer",
+         "--", "--api", live_api.url],
+        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HOME": str(tmp_path)})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "streamlit.log").read_text()
+            try:
+                if httpx.get(f"{url}/_stcore/health", timeout=1).text == "ok":
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "streamlit did not come up in 60 s"
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+def test_chromium_shows_the_faulty_link_red_and_named(dashboard: str,
+                                                      fabric_store: FabricStore) -> None:
+    need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1150})
+            page.goto(dashboard)
+            banner = page.locator('.rw-banner[data-level="critical"]')
+            banner.wait_for(timeout=45_000)
+            page.locator("svg.rw-fabric").wait_for(timeout=30_000)
+            page.wait_for_function(
+                "!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+            assert f"faulty_link on {FAULTY_LINK}" in banner.inner_text()
+            # the picture: exactly one red line, and it is the faulty link
+            red = page.locator('svg.rw-fabric line[data-level="critical"]')
+            assert red.count() == 1
+            assert red.get_attribute("data-entity") == FAULTY_LINK
+            assert red.evaluate("e => getComputedStyle(e).stroke") == RED
+            label = page.locator("svg.rw-fabric text", has_text=FAULTY_LINK)
+            assert label.count() == 1 and label.is_visible()
+            # the list: the faulty link first, as a red badge with its name
+            first = page.locator(".rw-badge").first
+            assert first.inner_text() == FAULTY_LINK
+            assert first.evaluate("e => getComputedStyle(e).backgroundColor") == RED
+            # every other link is not red
+            ok_links = page.locator('svg.rw-fabric line[data-level="ok"][data-entity]')
+            assert ok_links.count() == len(fabric_store.fabric.topology.links) - 1
+            SHOT.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOT), full_page=True)
+        finally:
+            browser.close()
+    assert SHOT.stat().st_size > 50_000
