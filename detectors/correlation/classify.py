@@ -29,18 +29,18 @@ from __future__ import annotations
 
 from detectors.correlation.incident import Finding
 from detectors.correlation.pause_graph import PauseGraph, device_node, host_node, strongly_connected
-from detectors.kinds import (
+from pipeline.kinds import (
     BUFFER_MISCONFIG,
     ECMP_IMBALANCE,
+    EGRESS_OVERSUBSCRIBED,
+    HOST_SLOW_DRAIN,
     INCAST,
-    OVERSUBSCRIBED,
     PAUSE_WITHOUT_LOAD,
     PFC_DEADLOCK,
     PFC_HOLD,
     PFC_PAUSING,
     PFC_STORM,
     PFC_WATCHDOG,
-    SLOW_DRAIN,
     SLOW_RECEIVER,
     UPLINK_IMBALANCE,
 )
@@ -66,14 +66,14 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
             out.append(Finding(PFC_STORM, host.name, (label,), [a], Severity.CRITICAL,
                                0.5 + 0.5 * stuck, dict(a.evidence), tree,
                                f"{host.name} pauses {label} continuously and takes nothing"))
-        elif SLOW_DRAIN in by_name:
-            a = by_name[SLOW_DRAIN]
+        elif HOST_SLOW_DRAIN in by_name:
+            a = by_name[HOST_SLOW_DRAIN]
             duty = min(1.0, a.evidence.get("pause_share", 0.0) / 0.5)
             out.append(Finding(SLOW_RECEIVER, host.name, (label,), [a], Severity.WARNING,
                                0.5 + 0.5 * duty, dict(a.evidence), tree,
                                f"{host.name} drains below line rate and pauses {label}"))
-        elif OVERSUBSCRIBED in by_name and _saturated(by_name[OVERSUBSCRIBED]):
-            a = by_name[OVERSUBSCRIBED]
+        elif EGRESS_OVERSUBSCRIBED in by_name and _saturated(by_name[EGRESS_OVERSUBSCRIBED]):
+            a = by_name[EGRESS_OVERSUBSCRIBED]
             senders = shares.get(label, [])
             effective = sum(share for share, _ in senders)
             if effective < INCAST_MIN_SENDERS:
@@ -170,7 +170,7 @@ def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
 def _saturated(alert: Alert) -> bool:
     """An oversubscribed egress that still sends: one that fell idle while its symptom waits to
     clear is starved from upstream (a deadlock, a drained path), not flooded."""
-    return alert.name == OVERSUBSCRIBED and alert.evidence.get("util", 1.0) >= SATURATED_UTIL
+    return alert.name == EGRESS_OVERSUBSCRIBED and alert.evidence.get("util", 1.0) >= SATURATED_UTIL
 
 
 def _held(graph: PauseGraph) -> dict[str, Alert]:

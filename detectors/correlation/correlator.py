@@ -29,23 +29,29 @@ from detectors.correlation.incident import Finding, to_alert
 from detectors.correlation.links import link_findings
 from detectors.correlation.pause_graph import build
 from detectors.features import Frame, col
-from detectors.kinds import (
+from detectors.settings import CorrelatorSettings
+from pipeline.kinds import (
+    BUFFER_MISCONFIG,
     CONGESTED_SYMPTOMS,
     ECMP_IMBALANCE,
+    FAULTY_LINK,
+    INCAST,
     LINK_DOWN,
     LINK_FLAP,
     PAUSE_WITHOUT_LOAD,
+    PFC_DEADLOCK,
     PFC_PAUSED,
     PFC_PAUSING,
+    PFC_STORM,
+    SLOW_RECEIVER,
     UPLINK_IMBALANCE,
 )
-from detectors.settings import CorrelatorSettings
 from pipeline.model import Alert, Severity
 from pipeline.topology.model import Topology
 
 #: when two incidents explain the same symptom, the first kind here takes it
-_PRECEDENCE = ("pfc_deadlock", "pfc_storm", "link_down", "link_flap", "faulty_link",
-               "buffer_misconfig", "incast", "slow_receiver", "ecmp_imbalance")
+_PRECEDENCE = (PFC_DEADLOCK, PFC_STORM, LINK_DOWN, LINK_FLAP, FAULTY_LINK, BUFFER_MISCONFIG, INCAST,
+               SLOW_RECEIVER, ECMP_IMBALANCE)
 _DEVICE_SYMPTOMS = frozenset({PAUSE_WITHOUT_LOAD, UPLINK_IMBALANCE})
 #: symptoms of load rather than of a fault: on their own (no incident explains them) they are info
 _BENIGN_ALONE = frozenset({PFC_PAUSED, PFC_PAUSING}) | CONGESTED_SYMPTOMS

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from detectors.correlation.incident import Finding
-from detectors.kinds import (
+from pipeline.kinds import (
     ANOMALY,
     CARRIER_FLAP,
     FAULTY_LINK,

@@ -25,12 +25,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from detectors.kinds import (
+from pipeline.kinds import (
     CONGESTED_SYMPTOMS,
-    OVERSUBSCRIBED,
+    EGRESS_OVERSUBSCRIBED,
+    HOST_SLOW_DRAIN,
     PAUSED_SYMPTOMS,
     PFC_PAUSING,
-    SLOW_DRAIN,
 )
 from pipeline.model import Alert
 from pipeline.topology.model import Host, Link, Port, Topology
@@ -172,7 +172,7 @@ def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
         port = alert.ports[0]
         graph.symptoms[port].append(alert)
         device = port.partition(":")[0]
-        if alert.name in PAUSED_SYMPTOMS or alert.name == SLOW_DRAIN:
+        if alert.name in PAUSED_SYMPTOMS or alert.name == HOST_SLOW_DRAIN:
             paused.add(port)
             blocked[device].add(port)
         elif alert.name in CONGESTED_SYMPTOMS:
@@ -237,5 +237,5 @@ def _last_hop(graph: PauseGraph, congested: set[str], topology: Topology) -> Non
             continue
         for host in topology.host_ports(leaf):
             port = str(host.port)
-            if any(a.name == OVERSUBSCRIBED for a in graph.symptoms.get(port, ())):
+            if any(a.name == EGRESS_OVERSUBSCRIBED for a in graph.symptoms.get(port, ())):
                 graph.add(label, port)

@@ -25,9 +25,9 @@ from sklearn.ensemble import IsolationForest
 
 from detectors.base import DetectorOptions
 from detectors.features import Frame, col
-from detectors.kinds import ANOMALY
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At, corruption, ecn_fraction, pause_share, rx_util, tx_util
+from pipeline.kinds import ANOMALY
 from pipeline.topology.model import Topology
 
 FEATURES = ("tx_util", "rx_util", "pause_rx", "pause_tx", "ecn", "corruption_log",

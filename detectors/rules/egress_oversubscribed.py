@@ -17,11 +17,11 @@ from numpy.typing import NDArray
 from pydantic import Field
 
 from detectors.features import Frame
-from detectors.kinds import OVERSUBSCRIBED
 from detectors.ports import PortKind
 from detectors.rule import PortRule, Verdict
 from detectors.rules.queue_buildup import CongestionOptions, congested
 from detectors.signals import At, pause_share
+from pipeline.kinds import EGRESS_OVERSUBSCRIBED
 from pipeline.topology.model import Topology
 
 
@@ -35,7 +35,7 @@ class Incast(PortRule):
     name = "incast"
     Options = IncastOptions
     driver = "if_out_octets"
-    symptom = OVERSUBSCRIBED
+    symptom = EGRESS_OVERSUBSCRIBED
 
     def __init__(self, instance: str, options: IncastOptions, *,
                  topology: Topology | None) -> None:

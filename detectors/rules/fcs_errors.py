@@ -29,9 +29,9 @@ from pydantic import Field
 
 from detectors.base import DetectorOptions
 from detectors.features import Frame, col
-from detectors.kinds import FCS_ERRORS
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At, corruption
+from pipeline.kinds import FCS_ERRORS
 from pipeline.topology.model import Topology
 
 

@@ -24,10 +24,10 @@ from pydantic import Field
 
 from detectors.base import DetectorOptions
 from detectors.features import Frame
-from detectors.kinds import SLOW_DRAIN
 from detectors.ports import PortKind
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At, pause_share, tx_util
+from pipeline.kinds import HOST_SLOW_DRAIN
 from pipeline.topology.model import Topology
 
 
@@ -44,7 +44,7 @@ class SlowReceiver(PortRule):
     name = "slow_receiver"
     Options = SlowReceiverOptions
     driver = "pfc_rx_frames"
-    symptom = SLOW_DRAIN
+    symptom = HOST_SLOW_DRAIN
 
     def __init__(self, instance: str, options: SlowReceiverOptions, *,
                  topology: Topology | None) -> None:

@@ -29,8 +29,8 @@ from pydantic import Field
 
 from detectors.base import Detector, DetectorOptions, Symptoms
 from detectors.features import Frame, col
-from detectors.kinds import CARRIER_FLAP, PORT_DOWN
 from detectors.ports import PortIndex, PortKind
+from pipeline.kinds import CARRIER_FLAP, PORT_DOWN
 from pipeline.model import Alert, Severity
 from pipeline.topology.model import Topology
 

@@ -22,8 +22,8 @@ from pydantic import Field
 
 from detectors.base import Detector, DetectorOptions, Persistence, Symptoms
 from detectors.features import Frame, col
-from detectors.kinds import NO_DATA
 from detectors.ports import PortKind
+from pipeline.kinds import NO_DATA
 from pipeline.model import Alert, Severity
 from pipeline.topology.model import Topology
 

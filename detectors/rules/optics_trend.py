@@ -21,9 +21,9 @@ from pydantic import Field
 
 from detectors.base import DetectorOptions
 from detectors.features import Frame, col
-from detectors.kinds import OPTICS_TREND
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At
+from pipeline.kinds import OPTICS_TREND
 from pipeline.topology.model import Topology
 
 

@@ -24,9 +24,9 @@ from pydantic import Field
 
 from detectors.base import DetectorOptions
 from detectors.features import Frame
-from detectors.kinds import PFC_PAUSED, PFC_PAUSING
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At, lossless_tx_util, pause_share, rx_util
+from pipeline.kinds import PFC_PAUSED, PFC_PAUSING
 from pipeline.topology.model import Topology
 
 

@@ -54,9 +54,9 @@ from pydantic import Field
 
 from detectors.base import DetectorOptions
 from detectors.features import Frame
-from detectors.kinds import PAUSE_WITHOUT_LOAD
 from detectors.rule import DeviceRule, DeviceVerdict
 from detectors.signals import At, ecn_fraction, lossless_tx_util, pause_share, tx_util
+from pipeline.kinds import PAUSE_WITHOUT_LOAD
 from pipeline.topology.model import Topology
 
 

@@ -16,9 +16,9 @@ from numpy.typing import NDArray
 from pydantic import Field
 
 from detectors.features import Frame
-from detectors.kinds import PFC_HOLD
 from detectors.ports import PortKind
 from detectors.rules.pfc_watchdog import PfcWatchdog, StormOptions
+from pipeline.kinds import PFC_HOLD
 
 
 class DeadlockOptions(StormOptions):

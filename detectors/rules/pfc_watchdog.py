@@ -30,10 +30,10 @@ from pydantic import Field
 
 from detectors.base import DetectorOptions
 from detectors.features import Frame
-from detectors.kinds import PFC_WATCHDOG
 from detectors.ports import PortKind
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At, lossless_tx_util, pause_rx_fps, pause_share
+from pipeline.kinds import PFC_WATCHDOG
 from pipeline.model import Severity
 from pipeline.topology.model import Topology
 

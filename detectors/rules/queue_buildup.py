@@ -18,9 +18,9 @@ from pydantic import Field
 
 from detectors.base import DetectorOptions
 from detectors.features import Frame
-from detectors.kinds import QUEUE_BUILDUP
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At, ecn_fraction, queue_bytes, tx_util
+from pipeline.kinds import QUEUE_BUILDUP
 from pipeline.topology.model import Topology
 
 

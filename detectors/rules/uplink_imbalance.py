@@ -26,10 +26,10 @@ from pydantic import Field
 
 from detectors.base import DetectorOptions
 from detectors.features import Frame, col
-from detectors.kinds import UPLINK_IMBALANCE
 from detectors.ports import PortKind
 from detectors.rule import DeviceRule, DeviceVerdict
 from detectors.signals import At, pause_share, tx_util
+from pipeline.kinds import UPLINK_IMBALANCE
 from pipeline.topology.model import Topology
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pipeline.errors import GuardRefused
+from pipeline.kinds import FAULTY_LINK, LINK_FLAP, PFC_STORM
 from pipeline.model import Alert
 from pipeline.topology.model import Link, Port, Topology
 from remediation.settings import GuardSettings
@@ -26,8 +27,7 @@ Runbook = Literal["drain", "isolate"]
 TRANSIENT = frozenset({"one_at_a_time", "rate_limit", "cooldown", "connectivity",
                        "capacity_leaf", "capacity_spine", "blast_radius", "halted"})
 #: incident kind → runbook; every other kind is notify-only
-RUNBOOK_FOR: dict[str, Runbook] = {"faulty_link": "drain", "link_flap": "drain",
-                                   "pfc_storm": "isolate"}
+RUNBOOK_FOR: dict[str, Runbook] = {FAULTY_LINK: "drain", LINK_FLAP: "drain", PFC_STORM: "isolate"}
 NS = 1_000_000_000
 HOUR_NS = 3600 * NS
 

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from pipeline.errors import GuardRefused
+from pipeline.kinds import LINK_INCIDENTS
 from pipeline.model import ActionOutcome, ActionResult, Alert, Severity
 from pipeline.topology.model import Topology
 from pipeline.wire.commands import Approve, Command, Reject, Repair, Resume
@@ -33,7 +34,6 @@ from remediation.drains.telemetry import LinkTelemetry
 from remediation.settings import RemediationSettings, most_cautious
 
 NS = 1_000_000_000
-LINK_KINDS = frozenset({"faulty_link", "link_flap", "link_down"})
 HALT_ALERT = "remediation_halted"
 SILENCE_NS = 365 * 24 * 3600 * NS
 MAX_RUNS = 2000
@@ -318,7 +318,7 @@ class Drainer:
             return
         g = self.settings.guards
         entities = {a.entity for a in self.incidents.values()}
-        links = {a.entity for a in self.incidents.values() if a.name in LINK_KINDS}
+        links = {a.entity for a in self.incidents.values() if a.name in LINK_INCIDENTS}
         link_limit = max(1, math.floor(g.halt_link_fraction * len(self.topology.links)))
         reason = ""
         if len(entities) >= g.halt_incidents:

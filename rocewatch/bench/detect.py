@@ -18,6 +18,7 @@ import numpy as np
 
 from detectors.chain import DetectionChain
 from detectors.settings import DetectionSettings
+from pipeline.kinds import ANOMALY
 from pipeline.metrics import CATALOG, IS_COUNTER, metric_id
 from pipeline.model import SampleBatch
 from pipeline.topology.model import Topology, spine_leaf
@@ -105,7 +106,7 @@ def detect(spines: int, leaves: int, hosts_per_leaf: int, intervals: int,
     topology = spine_leaf(spines, leaves, hosts_per_leaf)
     names = Registry("rocewatch.detectors").names()
     if no_anomaly:
-        names = [n for n in names if n != "anomaly"]
+        names = [n for n in names if n != ANOMALY]
     settings = DetectionSettings(detectors=tuple(PluginSpec(type=n) for n in names))
     chain = DetectionChain(settings, topology, build_detectors(settings, topology))
     switches = [_switch(s, topology, 0.3) for s in topology.switches]

@@ -23,6 +23,7 @@ import httpx
 import numpy as np
 
 from pipeline.config import StoreSettings
+from pipeline.kinds import FAULTY_LINK, PFC_STORM
 from pipeline.metrics import METRIC_ID
 from pipeline.model import ActionResult, Alert, SampleBatch, Severity
 from pipeline.store.base import Store, open_store
@@ -108,7 +109,7 @@ def fill_alerts(store: Store, fabric: Fabric, episodes: int) -> int:
     for i in range(episodes):
         link = links[int(rng.integers(len(links)))]
         start = fabric.start_ns + int(rng.integers(span))
-        first = Alert(name="faulty_link" if i % 3 else "pfc_storm", entity=link.id,
+        first = Alert(name=FAULTY_LINK if i % 3 else PFC_STORM, entity=link.id,
                       severity=Severity.CRITICAL, ports=(str(link.a), str(link.b)),
                       starts_at_ns=start, updated_at_ns=start, evidence={"rate": 1.0 * i})
         alerts.append(first)

@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from pipeline.errors import ConfigError
+from pipeline.kinds import LINK_DOWN
 from pipeline.model import Alert
 from pipeline.topology.model import Topology
 
@@ -126,7 +127,7 @@ def _print(changes: list[Alert], samples: int, as_json: bool, symptoms: bool) ->
         return
     incidents: dict[str, list[Alert]] = {}
     for a in changes:
-        if a.root_cause or a.name == "link_down":
+        if a.root_cause or a.name == LINK_DOWN:
             incidents.setdefault(a.fingerprint, []).append(a)
     count = sum(1 for s in incidents.values() if s[-1].root_cause)
     click.echo(f"replayed {samples} samples: {count} incidents")

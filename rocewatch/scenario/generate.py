@@ -16,11 +16,19 @@ from typing import Any
 
 import yaml
 
+from pipeline.kinds import (
+    FAULT_BUFFER_MISCONFIG,
+    FAULT_ECMP_COLLISION,
+    FAULT_INCAST,
+    FAULT_KINDS,
+    FAULT_LINK_CORRUPTION,
+    FAULT_LINK_FLAP,
+    FAULT_OPTICS_DEGRADE,
+    FAULT_PFC_STORM,
+    HOST_FAULTS,
+    LINK_FAULTS,
+)
 from pipeline.topology.model import Topology, spine_leaf
-
-FAULT_KINDS = ("pfc_storm", "incast", "slow_receiver", "link_corruption", "link_flap",
-               "optics_degrade", "ecmp_collision", "buffer_misconfig", "pfc_deadlock",
-               "link_down")
 
 
 def _fabric(rng: random.Random) -> dict[str, Any]:
@@ -63,33 +71,33 @@ def _fault(rng: random.Random, kind: str, topo: Topology, taken: set[str],
     links = [ln.id for ln in topo.links if ln.id not in taken and "#" not in ln.id]
     params: dict[str, Any] = {}
     target: Any
-    if kind in ("pfc_storm", "incast", "slow_receiver"):
+    if kind in HOST_FAULTS:
         if not hosts:
             return None
         target = rng.choice(hosts)
-        if kind == "pfc_storm":
+        if kind == FAULT_PFC_STORM:
             params = {"priority": 3}
-        elif kind == "incast":
+        elif kind == FAULT_INCAST:
             params = {"fan_in": rng.randint(2, min(12, len(topo.hosts) - 1))}
         else:
             params = {"drain_fraction": round(rng.uniform(0.1, 0.5), 2)}
-    elif kind in ("link_corruption", "link_flap", "optics_degrade", "link_down"):
+    elif kind in LINK_FAULTS:
         if not links:
             return None
         target = rng.choice(links)
-        if kind == "link_corruption":
+        if kind == FAULT_LINK_CORRUPTION:
             params = {"rate": float(f"{10 ** rng.uniform(-6, -3):.2g}"),
                       "direction": rng.choice(("a_to_b", "b_to_a", "both"))}
-        elif kind == "link_flap":
+        elif kind == FAULT_LINK_FLAP:
             period = rng.randint(10, 20)
             params = {"period_s": period, "down_s": rng.randint(2, min(5, period - 1))}
-        elif kind == "optics_degrade":
+        elif kind == FAULT_OPTICS_DEGRADE:
             params = {"start_rate": float(f"{10 ** rng.uniform(-8, -7):.2g}"),
                       "end_rate": float(f"{10 ** rng.uniform(-5, -4):.2g}")}
-    elif kind == "ecmp_collision":
+    elif kind == FAULT_ECMP_COLLISION:
         target = rng.choice([leaf for leaf in topo.leaves if leaf not in taken] or topo.leaves)
         params = {"flows": rng.randint(4, 12)}
-    elif kind == "buffer_misconfig":
+    elif kind == FAULT_BUFFER_MISCONFIG:
         target = rng.choice([s for s in topo.switches if s not in taken] or topo.switches)
         params = {"xoff_fraction": round(rng.uniform(0.05, 0.4), 2)}
     else:  # pfc_deadlock
@@ -117,7 +125,7 @@ def generate(seed: int, index: int) -> dict[str, Any]:
     t = float(rng.randint(30, 45))
     for _ in range(count):
         kind = rng.choice(FAULT_KINDS)
-        span = 80.0 if kind == "optics_degrade" else float(rng.randint(30, 50))
+        span = 80.0 if kind == FAULT_OPTICS_DEGRADE else float(rng.randint(30, 50))
         fault = _fault(rng, kind, topo, taken, t, t + span)
         if fault is not None:
             faults.append(fault)

@@ -28,11 +28,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from detectors.kinds import FAULT_TO_INCIDENT, PFC_DEADLOCK
+from pipeline.kinds import FAULT_TO_INCIDENT, LINK_DOWN, LINK_FLAP, PFC_DEADLOCK
 
 GRACE_INTERVALS = 3.0
 #: an incident kind the platform may raise first and re-classify later → the kind it becomes
-SUPERSEDED_BY = {"link_down": "link_flap"}
+SUPERSEDED_BY = {LINK_DOWN: LINK_FLAP}
 
 
 @dataclass

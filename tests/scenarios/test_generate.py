@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.scenario.load import load_scenario
-from rocewatch.scenario.generate import FAULT_KINDS, generate, write
+from pipeline.kinds import FAULT_KINDS
+from rocewatch.scenario.generate import generate, write
 
 
 def test_generated_scenarios_are_valid_and_cover_every_kind(tmp_path: Path) -> None:
