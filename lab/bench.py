@@ -28,6 +28,7 @@ from pygnmi.spec.v080 import gnmi_pb2 as pb
 from pygnmi.spec.v080 import gnmi_pb2_grpc as pb_grpc
 
 from lab.gnmi import paths as gpath
+from pipeline.kinds import FAULT_INCAST, FAULT_LINK_FLAP
 
 SUBSCRIPTIONS = {
     "openconfig": [("", "openconfig", "/interfaces"), ("", "openconfig", "/qos")],
@@ -45,9 +46,9 @@ BENCH_SCENARIO: dict[str, Any] = {
     "routing": "ecmp",
     "traffic": [{"pattern": "allreduce", "hosts": "all", "load": 0.6, "qps_per_flow": 4},
                 {"pattern": "uniform", "hosts": "all", "load": 0.2, "qps_per_flow": 2}],
-    "faults": [{"kind": "incast", "target": "host5", "at_s": 30, "until_s": 90,
+    "faults": [{"kind": FAULT_INCAST, "target": "host5", "at_s": 30, "until_s": 90,
                 "params": {"fan_in": 12}},
-               {"kind": "link_flap", "target": "leaf7~spine1", "at_s": 60,
+               {"kind": FAULT_LINK_FLAP, "target": "leaf7~spine1", "at_s": 60,
                 "params": {"period_s": 20, "down_s": 3}}],
 }
 

@@ -33,8 +33,20 @@ import numpy as np
 
 from lab.buffers import BufferProfile
 from lab.physics import F64
-from lab.scenario.load import FaultSpec, Scenario, orient_cycle
+from lab.scenario.fault_checks import orient_cycle
+from lab.scenario.spec import FaultSpec, Scenario
 from lab.wiring import N_PRIO, Wiring
+from pipeline.kinds import (
+    FAULT_BUFFER_MISCONFIG,
+    FAULT_ECMP_COLLISION,
+    FAULT_LINK_CORRUPTION,
+    FAULT_LINK_DOWN,
+    FAULT_LINK_FLAP,
+    FAULT_OPTICS_DEGRADE,
+    FAULT_PFC_DEADLOCK,
+    FAULT_PFC_STORM,
+    FAULT_SLOW_RECEIVER,
+)
 
 _SYMBOLS_PER_ERROR = 16.0
 
@@ -71,7 +83,7 @@ class FaultSchedule:
         for f in self.faults:
             end = f.end_s(scenario.duration_s)
             times.update((f.at_s, end))
-            if f.kind == "link_flap":
+            if f.kind == FAULT_LINK_FLAP:
                 period, down = float(f.params["period_s"]), float(f.params["down_s"])
                 k = 0
                 while f.at_s + k * period < end:
@@ -87,7 +99,7 @@ class FaultSchedule:
         return math.inf
 
     def continuous(self, t: float) -> bool:
-        return any(f.kind == "optics_degrade" and f.active(t, self.scenario.duration_s)
+        return any(f.kind == FAULT_OPTICS_DEGRADE and f.active(t, self.scenario.duration_s)
                    for f in self.faults)
 
     def effects(self, t: float) -> FaultEffects:
@@ -113,17 +125,17 @@ class FaultSchedule:
                lossless: list[int]) -> None:
         w = self.w
         p = f.params
-        if f.kind == "pfc_storm":
+        if f.kind == FAULT_PFC_STORM:
             c = int(w.host_leaf_port[w.hosts.index(f.target)])
             prio = int(p["priority"])
             fx.forced[c, prio] = 1.0
             fx.rx_drain[c, prio] = 0.0
-        elif f.kind == "slow_receiver":
+        elif f.kind == FAULT_SLOW_RECEIVER:
             c = int(w.host_leaf_port[w.hosts.index(f.target)])
             frac = float(p["drain_fraction"])
             fx.rx_drain[c, :] = np.minimum(fx.rx_drain[c, :], frac)
             fx.forced_busy[c, lossless] = np.maximum(fx.forced_busy[c, lossless], 1.0 - frac)
-        elif f.kind == "link_corruption":
+        elif f.kind == FAULT_LINK_CORRUPTION:
             rate = float(p["rate"])
             # the bit errors behind it hit the line whether it carries frames or idles: a frame
             # of F bytes is lost with probability ~ 8 F x BER
@@ -131,7 +143,7 @@ class FaultSchedule:
             for c in self._directed(f.target, str(p["direction"])):
                 fx.loss[c] = 1.0 - (1.0 - fx.loss[c]) * (1.0 - rate)
                 fx.line_ber[c] += ber
-        elif f.kind == "optics_degrade":
+        elif f.kind == FAULT_OPTICS_DEGRADE:
             start, end = float(p["start_rate"]), float(p["end_rate"])
             span = f.end_s(self.scenario.duration_s) - f.at_s
             frac = min(max((t - f.at_s) / span, 0.0), 1.0) if span > 0 else 1.0
@@ -139,20 +151,20 @@ class FaultSchedule:
             for c in self._directed(f.target, "both"):
                 fx.loss[c] = 1.0 - (1.0 - fx.loss[c]) * (1.0 - r * min(1.0, r / end))
                 fx.symbols_per_pkt[c] += _SYMBOLS_PER_ERROR * r
-        elif f.kind == "link_flap":
+        elif f.kind == FAULT_LINK_FLAP:
             period, dn = float(p["period_s"]), float(p["down_s"])
             # floor with a little slack: at an edge the state *after* the edge applies
             k = math.floor((t - f.at_s) / period + 1e-9)
             if t - f.at_s - k * period < dn - 1e-9:
                 down.add(self._link(f.target))
-        elif f.kind == "link_down":
+        elif f.kind == FAULT_LINK_DOWN:
             down.add(self._link(f.target))
-        elif f.kind == "ecmp_collision":
+        elif f.kind == FAULT_ECMP_COLLISION:
             fx.collisions.append((w.topology.leaves.index(f.target), int(p["flows"])))
-        elif f.kind == "buffer_misconfig":
+        elif f.kind == FAULT_BUFFER_MISCONFIG:
             d = w.device_index(f.target)
             fx.xoff_scale[d] = min(fx.xoff_scale[d], float(p["xoff_fraction"]))
-        elif f.kind == "pfc_deadlock":
+        elif f.kind == FAULT_PFC_DEADLOCK:
             for c in self.cycle_channels(list(p["cycle"])):
                 fx.forced[c, lossless] = 1.0
                 fx.stuck[c, lossless] = self.buf.xoff_bytes + self.buf.headroom_bytes

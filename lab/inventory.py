@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from lab.scenario.load import Scenario
+from lab.scenario.spec import Scenario
 
 SNMP_PROFILE = "snmp"
 

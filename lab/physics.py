@@ -7,22 +7,14 @@ at most 4 units per flow). A step of length ``dt`` runs two passes over the four
 :mod:`lab.wiring`):
 
 Forward, tier 0 to 3: each egress queue offers its backlog plus this step's arrivals; the port's
-capacity is shared among priorities (DWRR, equal weights) and each priority only gets the share of
-time it is not paused (``phi``); a FIFO queue serves its entries in proportion to what they hold.
+capacity is shared among priorities (DWRR, equal weights: :mod:`lab.egress`) and each priority
+only gets the share of time it is not paused (``phi``); a FIFO queue serves its entries in
+proportion to what they hold.
 Frames corrupted on a channel vanish at the receiver. Traffic into a down port is flushed.
 
-Backward, sink to tier 0 (PFC): a priority group (PG) is the bytes that arrived through one channel
-and still sit in the next switch (or in the receiving NIC). Wherever a lossless PG ends the step
-above its XOFF threshold, the excess it received *this step* is handed back to the upstream queue:
-the upstream was paused for that part of the step. Handing back cascades hop by hop to the senders,
-which is how congestion spreads. Lossy queues never pause; they tail-drop.
-
-Then each channel's pause fraction for the next step is estimated from what its PG could accept
-(drained + free room) against what the channel would have sent unpaused, and applied to *every*
-entry on that channel and priority: victims share the pause with the culprits (head-of-line
-blocking), and a PG that never drains converges to a full pause. Because the hand-back bounds every
-PG at XOFF whatever ``dt`` is, the model stays stable from microsecond steps (where transients are
-visible) to the 10 ms steps the lab runs at (where the queues sit at their equilibria).
+Backward, sink to tier 0 (PFC, :mod:`lab.pfc`): a lossless priority group that ends the step above
+its XOFF threshold hands the excess it received back upstream, hop by hop to the senders, and
+each channel's pause fraction for the next step follows from what its PG could accept.
 
 With ``dcqcn`` on, senders also react to ECN marks (:mod:`lab.dcqcn`).
 
@@ -40,10 +32,11 @@ from numpy.typing import NDArray
 
 from lab.buffers import BufferProfile
 from lab.dcqcn import react
-from lab.wiring import N_PRIO, N_TIERS, TIER_LEAF_DOWN, IntArray, Wiring
+from lab.egress import serve, tail_drop
+from lab.pfc import estimate_pause, hand_back, sink
+from lab.wiring import N_PRIO, N_TIERS, TIER_LEAF_DOWN, IntArray, Wiring, sum_by_key
 
 F64 = NDArray[np.float64]
-_EPS = 1e-9
 _TINY = 1e-30
 
 
@@ -175,11 +168,11 @@ class Physics:
     def set_offered(self, entry_rate: F64) -> None:
         """Bytes/s each entry wants to send this step."""
         self._e_offered = entry_rate
-        self.offered = _bincount(self.unit_of, entry_rate, len(self.prio))
+        self.offered = sum_by_key(self.unit_of, entry_rate, len(self.prio))
 
     def set_transfer(self, nbytes: F64) -> None:
         """Finite transfers: each entry sends ``nbytes`` then stops (completion experiments)."""
-        self.remaining = _bincount(self.unit_of, nbytes.astype(np.float64), len(self.prio))
+        self.remaining = sum_by_key(self.unit_of, nbytes.astype(np.float64), len(self.prio))
         self._finite = True
 
     def entry_delivered(self) -> F64:
@@ -217,11 +210,11 @@ class Physics:
         self.ch, self.routable = ch[first], routable[first]
         self.prio = self.e_prio[first]
         self._pslot = self.slot[self.prio]
-        self.q = [_bincount(inv, q_e[t], n_units) for t in range(N_TIERS)]
-        self.remaining = _bincount(inv, rem_e, n_units)
-        self.delivered = _bincount(inv, del_e, n_units)
-        self.rate_factor = _bincount(inv, rate_e, n_units) / self.unit_count
-        self.offered = _bincount(inv, self._e_offered, n_units)
+        self.q = [sum_by_key(inv, q_e[t], n_units) for t in range(N_TIERS)]
+        self.remaining = sum_by_key(inv, rem_e, n_units)
+        self.delivered = sum_by_key(inv, del_e, n_units)
+        self.rate_factor = sum_by_key(inv, rate_e, n_units) / self.unit_count
+        self.offered = sum_by_key(inv, self._e_offered, n_units)
         ch, routable = self.ch, self.routable
         na = self.n_act
         for tier in range(N_TIERS):
@@ -300,8 +293,8 @@ class Physics:
                 want = np.minimum(offered * dt, self.remaining[m])
             else:
                 want = self.q[tier][m] + arr[m]
-            dem = _bincount(k, want, n)
-            served = self._serve(dem, avail, cap)
+            dem = sum_by_key(k, want, n)
+            served = serve(dem, avail, cap, self.n_ports, self.n_act)
             demand += dem
             tx += served
             frac = (served / np.maximum(dem, _TINY))[k]
@@ -312,11 +305,11 @@ class Physics:
                 if not self._all_up:
                     down = ~self.channel_up[self._c[tier]]
                     if down.any():
-                        self.acc_flushed += _bincount(k[down], rest[down], n)
+                        self.acc_flushed += sum_by_key(k[down], rest[down], n)
                         rest[down] = 0.0
                 self.q[tier][m] = rest
                 if self._has_lossy:
-                    self._tail_drop(tier)
+                    tail_drop(self, tier)
             moved[tier][m] = out
             if any_loss:
                 lo = out * self.loss[self._c[tier]]
@@ -325,28 +318,28 @@ class Physics:
             else:
                 arr[m] = out
         self._floor = np.zeros(n)      # PG level each would keep with its upstream silent
-        pg_end = self._sink(cap, moved, arr, tx)
-        pg_end += self._hand_back(2, moved, lost, tx)
-        pg_end += self._hand_back(1, moved, lost, tx)
-        pg_end += self._hand_back(0, moved, lost, tx)
+        pg_end = sink(self, cap, moved, arr, tx)
+        pg_end += hand_back(self, 2, moved, lost, tx)
+        pg_end += hand_back(self, 1, moved, lost, tx)
+        pg_end += hand_back(self, 0, moved, lost, tx)
         lost_k = np.zeros(n)
         if any_loss:
             for tier in range(N_TIERS):
                 m = self._m[tier]
                 if m.size:
-                    lost_k += _bincount(self._k[tier], lost[tier][m], n)
+                    lost_k += sum_by_key(self._k[tier], lost[tier][m], n)
         m0 = self._m[0]
         if self._finite and m0.size:
             # bytes corrupted anywhere on the path are retransmitted
             sent = moved[0][m0] - (lost[0][m0] + lost[1][m0] + lost[2][m0] + lost[3][m0])
             fin = np.isfinite(self.remaining[m0])
             self.remaining[m0[fin]] -= sent[fin]
-        self._estimate_pause(demand, cap, tx, tx - lost_k, pg_end)
+        estimate_pause(self, demand, cap, tx, tx - lost_k, pg_end)
         queue = self._stuck.copy()
         for tier in range(1, N_TIERS):
             m = self._m[tier]
             if m.size:
-                queue += _bincount(self._k[tier], self.q[tier][m], n)
+                queue += sum_by_key(self._k[tier], self.q[tier][m], n)
         self.queue = queue
         if self.dcqcn:
             react(self, queue)
@@ -359,149 +352,6 @@ class Physics:
         self.acc_time += dt
 
     # ------------------------------------------------------------------ pieces of the step
-
-    def _serve(self, dem: F64, avail: F64, cap: F64) -> F64:
-        """Bytes each (channel, priority) sends: DWRR with equal weights over unpaused time."""
-        lim = np.minimum(dem, avail)
-        if self.n_act == 1:
-            return lim
-        na = self.n_act
-        rows = lim.reshape(self.n_ports, na)
-        c = cap.reshape(self.n_ports, na)[:, 0]
-        over = rows.sum(axis=1) > c + _EPS
-        if over.any():
-            r = rows[over]
-            s = np.sort(r, axis=1)
-            prev = np.concatenate([np.zeros((len(s), 1)), np.cumsum(s, axis=1)[:, :-1]], axis=1)
-            level = (c[over][:, None] - prev) / (na - np.arange(na))
-            first = np.argmax(s >= level, axis=1)
-            lam = level[np.arange(len(s)), first]
-            rows[over] = np.minimum(r, lam[:, None])
-        return lim
-
-    def _sink(self, cap: F64, moved: list[F64], arr: F64, tx: F64) -> F64:
-        """Receiving NICs: buffer, drain at (a fraction of) line rate, pause the leaf when full."""
-        m = self._m[TIER_LEAF_DOWN]
-        n = self.n_ports * self.n_act
-        if not m.size:
-            return self.nicbuf.copy()
-        k = self._k[TIER_LEAF_DOWN]
-        inflow = _bincount(k, arr[m], n)
-        drain = cap * self._rx_drain
-        self._floor += np.maximum(self.nicbuf - drain, 0.0)
-        buf = self.nicbuf + inflow
-        buf -= np.minimum(buf, drain)
-        over = np.maximum(buf - self._xoff, 0.0)
-        if self._has_lossy:
-            lossy_over = over * self._lossy_f
-            self.acc_nic_drop += lossy_over
-            buf -= lossy_over
-        excess = over * self._lossless_f
-        if excess.max() > 0.0:
-            r = np.minimum(1.0, excess / np.maximum(inflow, _TINY))
-            back = arr[m] * r[k]
-            self.q[TIER_LEAF_DOWN][m] += back
-            moved[TIER_LEAF_DOWN][m] -= back
-            arr[m] -= back
-            back_k = _bincount(k, back, n)
-            tx -= back_k
-            buf = np.maximum(buf - back_k, 0.0)
-        self.nicbuf = buf
-        if self._finite:
-            self.delivered[m] += arr[m]
-        return buf.copy()
-
-    def _hand_back(self, up_tier: int, moved: list[F64], lost: list[F64], tx: F64) -> F64:
-        """PFC for the PGs fed by ``up_tier`` channels: return their excess to the upstream."""
-        m = self._m[up_tier]
-        n = self.n_ports * self.n_act
-        if not m.size:
-            return np.zeros(n)
-        k = self._k[up_tier]
-        if up_tier == 0:
-            inter = self._inter0
-            held = np.where(inter, self.q[1][m], self.q[3][m])
-            old = np.where(inter, self._held0[1][m] * (1.0 - self._served[1][m]),
-                           self._held0[3][m] * (1.0 - self._served[3][m]))
-        else:
-            held = self.q[up_tier + 1][m]
-            old = self._held0[up_tier + 1][m] * (1.0 - self._served[up_tier + 1][m])
-        self._floor += _bincount(k, old, n)
-        pg = _bincount(k, held, n)
-        excess = np.maximum(pg - self._xoff, 0.0) * self._lossless_f
-        if excess.max() <= 0.0:
-            return pg
-        arrived = np.maximum(moved[up_tier][m] - lost[up_tier][m], 0.0)
-        reflectable = np.minimum(held, arrived)
-        total = _bincount(k, reflectable, n)
-        r = np.minimum(1.0, excess / np.maximum(total, _TINY))
-        back = reflectable * r[k]
-        if up_tier == 0:
-            self.q[1][m[inter]] -= back[inter]
-            self.q[3][m[~inter]] -= back[~inter]
-        else:
-            self.q[up_tier + 1][m] -= back
-            self.q[up_tier][m] += back
-        moved[up_tier][m] -= back
-        back_k = _bincount(k, back, n)
-        tx -= back_k
-        return pg - back_k
-
-    def _estimate_pause(self, demand: F64, cap: F64, sent: F64, inflow: F64,
-                        pg_end: F64) -> None:
-        """Pause fractions for the next step, and the pause time and PFC frames of this one.
-
-        A channel that ends the step still holding more than a frame of what it wanted to send
-        was backlogged all step: a work-conserving port with data never idles, so whatever part of
-        the step it did not spend sending it spent paused (``1 - sent / line rate``), even when
-        what it held was less than a full step's worth of line rate."""
-        dt = self.dt
-        xoff = self._xoff
-        potential = np.minimum(demand, cap)
-        busy = (potential > 1.0) * self._lossless_f
-        inv = busy / np.maximum(potential, 1.0)
-        drained = np.maximum(self.pg + inflow - pg_end, 0.0)
-        allowed = drained + np.maximum(xoff - pg_end, 0.0)
-        # a PG in XOFF that would stay above XON even with its upstream silent never releases
-        # the pause, however much traffic passes through it (a storm's stuck bytes)
-        stuck = ((self.pg >= xoff * (1.0 - 1e-9)) & (self._floor >= xoff - self._band)
-                 ) * self._lossless_f
-        self.phi = np.maximum(np.maximum(1.0 - allowed * inv, 0.0) * busy, stuck)
-        self.pg = pg_end
-        asserting = (pg_end >= xoff - self._band) * self._lossless_f
-        backlogged = demand - sent > self._frame_flat
-        potential = np.where(backlogged, cap, potential)
-        inv = busy / np.maximum(potential, 1.0)
-        # asserting with nothing upstream to pause still means XOFF all along
-        eff = asserting * np.where(busy > 0, np.maximum(1.0 - inflow * inv, 0.0), 1.0)
-        eff = np.maximum(eff, self._forced)
-        eff = np.maximum(eff, busy * self._forced_busy)
-        eff *= self._up_flat
-        full = eff >= 0.999
-        # entering and leaving a full pause sends an XOFF and an XON (visible at fine steps)
-        self.acc_frames += full != self._was_full
-        self._was_full = full
-        if eff.max() <= 0.0:
-            return
-        rate_u = potential / dt
-        rate_d = np.minimum(inflow / dt, rate_u)
-        partial = (eff > 0.0) & ~full
-        cycles = partial * rate_d * (rate_u - rate_d) / (self._band * np.maximum(rate_u, 1.0)) * dt
-        # XOFF/XON cycles shorter than the step are counted here; longer ones show up as the
-        # explicit transitions above (at microsecond steps)
-        self.acc_frames += 2.0 * cycles * (cycles >= 1.0) + eff * dt / self._refresh_flat
-        self.acc_pause_s += eff * dt
-
-    def _tail_drop(self, tier: int) -> None:
-        m, k = self._m[tier], self._k[tier]
-        n = self.n_ports * self.n_act
-        qk = _bincount(k, self.q[tier][m], n)
-        over = np.where(self._lossless_flat, 0.0,
-                        np.maximum(qk - self.buf.lossy_limit_bytes, 0.0))
-        if over.any():
-            fd = np.divide(over, qk, out=np.zeros(n), where=qk > 0)
-            self.q[tier][m] *= 1.0 - fd[k]
-            self.acc_dropped += over
 
     def _discard(self, chans: IntArray, slots: IntArray, nbytes: F64) -> None:
         np.add.at(self.acc_flushed, chans * self.n_act + slots, nbytes)
@@ -519,8 +369,3 @@ class Physics:
 
     def queued_bytes(self) -> float:
         return float(sum(float(q.sum()) for q in self.q))
-
-
-def _bincount(keys: IntArray, weights: F64, minlength: int) -> F64:
-    """``np.bincount`` with weights, typed as the float array it returns."""
-    return np.asarray(np.bincount(keys, weights, minlength=minlength), dtype=np.float64)

@@ -26,7 +26,7 @@ from typing import Any
 
 from lab import counters as cf
 from lab.buffers import BufferProfile
-from lab.scenario.load import Scenario
+from lab.scenario.spec import Scenario
 from lab.sim.simulation import DEFAULT_DT, DEFAULT_TICK, Simulation
 from lab.sim.snapshot_ring import (
     C_APPLIED,

@@ -42,7 +42,8 @@ from lab.gnmi.dialects import SwitchModel
 from lab.gnmi.target import GnmiTarget
 from lab.inventory import AgentPlan, Credentials, agents_document, plan_agents
 from lab.runner import SimOptions, serve_simulation
-from lab.scenario.load import Scenario, load_scenario
+from lab.scenario.load import load_scenario
+from lab.scenario.spec import Scenario
 from lab.sim.simulation import DEFAULT_DT, DEFAULT_TICK
 from lab.sim.snapshot_ring import (
     C_LIVE_TIME,

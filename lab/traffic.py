@@ -28,8 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lab.scenario.load import Scenario
+from lab.scenario.spec import Scenario
 from lab.wiring import FloatArray, IntArray, Wiring
+from pipeline.kinds import FAULT_INCAST
 
 ROCE_PRIORITY = 3
 ROCE_DPORT = 4791
@@ -116,7 +117,7 @@ def build_flows(scenario: Scenario, wiring: Wiring) -> FlowTable:
         rows.extend((s, d, r, spec.qps_per_flow, 0.0, np.inf, origin) for s, d, r in pairs)
     incast_qps = max((t.qps_per_flow for t in scenario.traffic), default=1)
     for fi, fault in enumerate(scenario.faults):
-        if fault.kind != "incast":
+        if fault.kind != FAULT_INCAST:
             continue
         target = host_idx[fault.target]
         rng = np.random.default_rng([scenario.seed, 13, fi])

@@ -39,6 +39,12 @@ IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
 
+def sum_by_key(keys: IntArray, weights: FloatArray, minlength: int) -> FloatArray:
+    """The weights summed per integer key (``np.bincount`` with weights), typed as the float array
+    it returns: how per-entry amounts become per-channel (or per-unit) ones."""
+    return np.asarray(np.bincount(keys, weights, minlength=minlength), dtype=np.float64)
+
+
 @dataclass(frozen=True, eq=False)
 class Wiring:
     topology: Topology

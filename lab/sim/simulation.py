@@ -22,10 +22,11 @@ from lab.counters import CounterState
 from lab.faults import FaultEffects, FaultSchedule
 from lab.physics import Physics
 from lab.routing import RouteInputs, Router
-from lab.scenario.load import Scenario
+from lab.scenario.spec import Scenario
 from lab.stats import StatsTicker
 from lab.traffic import DemandJitter, build_entries, build_flows
 from lab.wiring import IntArray, Wiring, build_wiring
+from pipeline.kinds import FAULT_PFC_STORM
 
 DEFAULT_DT = 0.01
 DEFAULT_TICK = 0.1
@@ -48,7 +49,7 @@ class Simulation:
         self.entries = build_entries(self.flows, w, scenario.seed)
         self.router = Router(w, self.flows, self.entries, scenario.routing, scenario.seed)
         storm_prios = tuple(int(f.params["priority"]) for f in scenario.faults
-                            if f.kind == "pfc_storm")
+                            if f.kind == FAULT_PFC_STORM)
         self.physics = Physics(w, self.entries.prio, self.buffers, dt, storm_prios, dcqcn,
                                group=self.entries.flow)
         self.counters = CounterState(w)

@@ -20,7 +20,7 @@ from lab import counters as cf
 from lab.buffers import BufferProfile
 from lab.faults import FaultSchedule
 from lab.routing import RouteInputs, Router
-from lab.scenario.load import Scenario
+from lab.scenario.spec import Scenario
 from lab.sim.view import SimControl, SimView
 from lab.te.cspf import Plan, isolates, plan_paths
 from lab.traffic import EntryTable, FlowTable, build_entries, build_flows

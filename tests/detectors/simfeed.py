@@ -15,7 +15,7 @@ import numpy as np
 
 from lab import counters as lab_counters
 from lab.inventory import plan_agents
-from lab.scenario.load import Scenario
+from lab.scenario.spec import Scenario
 from lab.sim.simulation import Simulation
 from pipeline.metrics import metric_id
 from pipeline.model import FLAG_COUNTER32, Alert, SampleBatch

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from lab.runtime import Lab
-from lab.scenario.load import Scenario, parse_scenario
+from lab.scenario.load import parse_scenario
+from lab.scenario.spec import Scenario
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"   # copies of shared/scenarios
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from lab.compare import CompareSpec, run_compare
 from lab.routing import RouteInputs, Router
-from lab.scenario.load import Scenario
+from lab.scenario.spec import Scenario
 from lab.traffic import build_entries, build_flows, ring_order
 from lab.wiring import build_wiring
 from tests.lab.conftest import make_scenario

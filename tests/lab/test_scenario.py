@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lab.scenario.load import FAULT_KINDS, load_scenario, parse_scenario
+from lab.scenario.load import load_scenario, parse_scenario
 from lab.sim.simulation import Simulation
 from pipeline.errors import ConfigError
+from pipeline.kinds import FAULT_KINDS
 from tests.lab.conftest import SCENARIOS, scenario_dict
 
 

@@ -14,7 +14,8 @@ PACKAGES = ("rocewatch", "lab", "pipeline", *STAGES)
 ALLOWED: dict[str, set[str]] = {
     "pipeline": {"pipeline"},
     **{stage: {stage, "pipeline"} for stage in STAGES},
-    "lab": {"lab", "pipeline.topology.model", "pipeline.errors", "pipeline.metrics"},
+    "lab": {"lab", "pipeline.topology.model", "pipeline.errors", "pipeline.metrics",
+            "pipeline.kinds"},
     "rocewatch": set(PACKAGES),
 }
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lab.scenario.load import Scenario, parse_scenario
+from lab.scenario.load import parse_scenario
+from lab.scenario.spec import Scenario
 from pipeline.model import Alert
 from rocewatch.scenario.runner import (
     SNMP_RUN_BUDGET,
