@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,6 +51,20 @@ class Detector(ABC):
     @abstractmethod
     def observe(self, frame: Frame, now_ns: int) -> list[Alert]:
         """Advance on the frame's news; return the symptoms active now."""
+
+
+S = TypeVar("S", bound=np.generic)
+
+
+def grown(arr: NDArray[S], n: int, fill: float) -> NDArray[S]:
+    """``arr`` with at least ``n`` rows, the new ones ``fill`` (and some to spare): per-port state
+    that follows the port index, which only grows."""
+    have = arr.shape[0]
+    if n <= have:
+        return arr
+    pad = np.full((n - have + 64, *arr.shape[1:]), fill, dtype=arr.dtype)
+    out: NDArray[S] = np.concatenate([arr, pad])
+    return out
 
 
 class Persistence:

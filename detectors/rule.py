@@ -11,11 +11,10 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel
 
 from detectors.base import Detector, DetectorOptions, Persistence, Symptoms
 from detectors.features import QUAL_SLOTS, Frame, cols
@@ -27,6 +26,8 @@ from pipeline.topology.model import Topology
 
 B = NDArray[np.bool_]
 F = NDArray[np.float64]
+#: a rule's options model (``self.opts`` is typed by it)
+Opts = TypeVar("Opts", bound=DetectorOptions)
 
 
 @dataclass
@@ -41,8 +42,8 @@ class Verdict:
     severity: Severity = Severity.WARNING
 
 
-class PortRule(Detector):
-    """Base of the per-port detectors."""
+class PortRule(Detector, Generic[Opts]):
+    """Base of the per-port detectors (``Opts``: the rule's options, as ``self.opts``)."""
 
     #: the metric whose new samples trigger an evaluation of a port
     driver: ClassVar[str]
@@ -53,10 +54,10 @@ class PortRule(Detector):
     #: the label naming a slot ("priority" or "queue")
     slot_label: ClassVar[str] = ""
 
-    def __init__(self, instance: str, options: BaseModel, *, topology: Topology | None) -> None:
+    def __init__(self, instance: str, options: Opts, *, topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
-        opts = options if isinstance(options, DetectorOptions) else DetectorOptions()
-        self.persistence = Persistence(opts.fire_after, opts.clear_after)
+        self.opts = options
+        self.persistence = Persistence(options.fire_after, options.clear_after)
         self.symptoms = Symptoms(self.name)
         self.last_eval = np.full(0, -1, np.int64)
         m = METRIC_ID[self.driver]
@@ -141,17 +142,18 @@ class DeviceVerdict:
     ports: tuple[str, ...] = ()
 
 
-class DeviceRule(Detector):
-    """Base of the per-switch detectors: judge a switch from all its ports at one sample time."""
+class DeviceRule(Detector, Generic[Opts]):
+    """Base of the per-switch detectors: judge a switch from all its ports at one sample time
+    (``Opts``: the rule's options, as ``self.opts``)."""
 
     driver: ClassVar[str]
     symptom: ClassVar[str]
     severity: ClassVar[Severity] = Severity.WARNING
 
-    def __init__(self, instance: str, options: BaseModel, *, topology: Topology | None) -> None:
+    def __init__(self, instance: str, options: Opts, *, topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
-        opts = options if isinstance(options, DetectorOptions) else DetectorOptions()
-        self.persistence = Persistence(opts.fire_after, opts.clear_after)
+        self.opts = options
+        self.persistence = Persistence(options.fire_after, options.clear_after)
         self.symptoms = Symptoms(self.name)
         self.last_eval: dict[int, int] = {}
         self._driver = int(cols(self.driver).start)

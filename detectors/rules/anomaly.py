@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from pydantic import Field
 from sklearn.ensemble import IsolationForest
 
-from detectors.base import DetectorOptions
+from detectors.base import DetectorOptions, grown
 from detectors.features import Frame, col
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At, corruption, ecn_fraction, pause_share, rx_util, tx_util
@@ -46,8 +46,8 @@ class AnomalyOptions(DetectorOptions):
     seed: int = 0
 
 
-class LearnedAnomaly(PortRule):
-    name = "anomaly"
+class Anomaly(PortRule[AnomalyOptions]):
+    name = ANOMALY
     Options = AnomalyOptions
     driver = "if_out_octets"
     symptom = ANOMALY
@@ -55,7 +55,6 @@ class LearnedAnomaly(PortRule):
     def __init__(self, instance: str, options: AnomalyOptions, *,
                  topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
-        self.opts = options
         k = len(FEATURES)
         self.count = np.zeros(0, np.int64)
         self.history = np.zeros((0, options.baseline, k))
@@ -66,16 +65,10 @@ class LearnedAnomaly(PortRule):
         self.degenerate = False
 
     def _grow(self, n: int) -> None:
-        have = self.count.shape[0]
-        if n <= have:
-            return
-        extra = n - have + 64
-        k = len(FEATURES)
-        self.count = np.concatenate([self.count, np.zeros(extra, np.int64)])
-        self.history = np.concatenate([self.history,
-                                       np.full((extra, self.opts.baseline, k), np.nan)])
-        self.center = np.vstack([self.center, np.zeros((extra, k))])
-        self.scale = np.vstack([self.scale, np.ones((extra, k))])
+        self.count = grown(self.count, n, 0)
+        self.history = grown(self.history, n, np.nan)
+        self.center = grown(self.center, n, 0.0)
+        self.scale = grown(self.scale, n, 1.0)
 
     def features(self, frame: Frame, at: At) -> NDArray[np.float64]:
         rx_share, _ = pause_share(frame, at, "rx")

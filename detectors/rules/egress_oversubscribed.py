@@ -1,4 +1,4 @@
-"""Incast candidates: host-facing ports pinned at line rate with a standing queue behind them.
+"""Egress oversubscribed: host-facing ports pinned at line rate with a standing queue behind them.
 
 Many senders converging on one receiver saturate the leaf port facing it: it runs at line rate,
 its queue stands (ECN marking, or pinned at line rate where ECN is not reported), and the receiver
@@ -6,8 +6,7 @@ itself is not pausing (a pausing receiver is a slow receiver or a stuck NIC, not
 rule raises ``egress_oversubscribed`` on such ports; whether the demand behind the queue is an
 incast or benign oversubscription is decided by the correlator from how hard the senders are
 throttled (:mod:`detectors.correlation.classify`): collective traffic keeps a receiver's demand
-near its line
-rate by design, an incast multiplies it by the number of senders.
+near its line rate by design, an incast multiplies it by the number of senders.
 """
 
 from __future__ import annotations
@@ -19,28 +18,22 @@ from pydantic import Field
 from detectors.features import Frame
 from detectors.ports import PortKind
 from detectors.rule import PortRule, Verdict
-from detectors.rules.queue_buildup import CongestionOptions, congested
+from detectors.rules.queue_buildup import QueueBuildupOptions, congested
 from detectors.signals import At, pause_share
 from pipeline.kinds import EGRESS_OVERSUBSCRIBED
-from pipeline.topology.model import Topology
 
 
-class IncastOptions(CongestionOptions):
+class EgressOversubscribedOptions(QueueBuildupOptions):
     min_util: float = Field(0.95, gt=0, le=1)
     max_receiver_pause: float = Field(0.05, ge=0, le=1,
                                       description="a receiver pausing more is slow, not flooded")
 
 
-class Incast(PortRule):
-    name = "incast"
-    Options = IncastOptions
+class EgressOversubscribed(PortRule[EgressOversubscribedOptions]):
+    name = EGRESS_OVERSUBSCRIBED
+    Options = EgressOversubscribedOptions
     driver = "if_out_octets"
     symptom = EGRESS_OVERSUBSCRIBED
-
-    def __init__(self, instance: str, options: IncastOptions, *,
-                 topology: Topology | None) -> None:
-        super().__init__(instance, options, topology=topology)
-        self.opts = options
 
     def candidates(self, frame: Frame) -> NDArray[np.int64]:
         return frame.touched_of(PortKind.HOST)

@@ -18,8 +18,7 @@ and it needs no baseline:
   physics, not a fixed count.
 
 The receiver counts the errors, so the port that fires tells the direction;
-:mod:`detectors.correlation.links`
-compares both ends.
+:mod:`detectors.correlation.links` compares both ends.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from detectors.base import DetectorOptions
+from detectors.base import DetectorOptions, grown
 from detectors.features import Frame, col
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At, corruption
@@ -35,33 +34,27 @@ from pipeline.kinds import FCS_ERRORS
 from pipeline.topology.model import Topology
 
 
-class CorruptionOptions(DetectorOptions):
+class FcsErrorsOptions(DetectorOptions):
     min_rate: float = Field(1e-8, gt=0, lt=1, description="CorrOpt's corrupting floor")
     clear_expected_errors: float = Field(5.0, gt=0)
     burst_errors: float = Field(10.0, gt=1, description="bad frames in one sample: fire at once")
 
 
-class Corruption(PortRule):
-    name = "corruption"
-    Options = CorruptionOptions
+class FcsErrors(PortRule[FcsErrorsOptions]):
+    name = FCS_ERRORS
+    Options = FcsErrorsOptions
     driver = "if_in_fcs_errors"
     symptom = FCS_ERRORS
 
-    def __init__(self, instance: str, options: CorruptionOptions, *,
+    def __init__(self, instance: str, options: FcsErrorsOptions, *,
                  topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
-        self.opts = options
         self.measured = np.zeros(0, np.float64)  # the corruption rate the symptom fired with
         self.clean_frames = np.zeros(0, np.float64)  # frames received since the last error
 
-    def _grow(self, n: int) -> None:
-        if self.measured.shape[0] < n:
-            extra = n - self.measured.shape[0] + 64
-            self.measured = np.concatenate([self.measured, np.zeros(extra)])
-            self.clean_frames = np.concatenate([self.clean_frames, np.zeros(extra)])
-
     def evaluate(self, frame: Frame, at: At) -> Verdict:
-        self._grow(frame.table.n_ports)
+        self.measured = grown(self.measured, frame.table.n_ports, 0.0)
+        self.clean_frames = grown(self.clean_frames, frame.table.n_ports, 0.0)
         rate, fcs = corruption(frame, at)
         dt = frame.table.dt[at.pids, col("if_in_fcs_errors")]
         pkts = frame.table.fresh(at.pids, col("if_in_pkts"), at.ts, at.slack_s)

@@ -1,4 +1,4 @@
-"""Slow receivers: a host that pauses its leaf port while taking less than line rate.
+"""Host slow drain: a host that pauses its leaf port while taking less than line rate.
 
 A NIC that drains at line rate can only fill its receive buffer when arrivals approach line rate,
 so a healthy receiver pauses rarely, and only near saturation. A NIC that drains at a fraction of
@@ -28,10 +28,9 @@ from detectors.ports import PortKind
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At, pause_share, tx_util
 from pipeline.kinds import HOST_SLOW_DRAIN
-from pipeline.topology.model import Topology
 
 
-class SlowReceiverOptions(DetectorOptions):
+class HostSlowDrainOptions(DetectorOptions):
     fire_after: int = Field(3, ge=1)
     min_share: float = Field(0.05, gt=0, le=1)
     min_share_frames: float = Field(0.1, gt=0)
@@ -40,16 +39,11 @@ class SlowReceiverOptions(DetectorOptions):
     max_util_frames: float = Field(0.75, gt=0, le=1)
 
 
-class SlowReceiver(PortRule):
-    name = "slow_receiver"
-    Options = SlowReceiverOptions
+class HostSlowDrain(PortRule[HostSlowDrainOptions]):
+    name = HOST_SLOW_DRAIN
+    Options = HostSlowDrainOptions
     driver = "pfc_rx_frames"
     symptom = HOST_SLOW_DRAIN
-
-    def __init__(self, instance: str, options: SlowReceiverOptions, *,
-                 topology: Topology | None) -> None:
-        super().__init__(instance, options, topology=topology)
-        self.opts = options
 
     def candidates(self, frame: Frame) -> NDArray[np.int64]:
         return frame.touched_of(PortKind.HOST)

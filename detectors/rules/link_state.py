@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field
 
-from detectors.base import Detector, DetectorOptions, Symptoms
+from detectors.base import Detector, DetectorOptions, Symptoms, grown
 from detectors.features import Frame, col
 from detectors.ports import PortIndex, PortKind
 from pipeline.kinds import CARRIER_FLAP, PORT_DOWN
@@ -39,7 +39,7 @@ DOWN_STATES = (2.0, 7.0)  # down, lowerLayerDown
 ADMIN_DOWN = 2.0
 
 
-class FlapOptions(DetectorOptions):
+class LinkStateOptions(DetectorOptions):
     bounce_max_s: float = Field(30.0, gt=0, description="longest down episode that is a bounce")
     stable_s: float = Field(60.0, gt=0, description="bounce-free time before a flap clears")
 
@@ -59,11 +59,14 @@ class _Port:
         self.bounces: deque[int] = deque()
 
 
-class Flaps(Detector):
-    name = "flaps"
-    Options = FlapOptions
+class LinkState(Detector):
+    """Raises ``port_down`` and ``carrier_flap``: two symptoms of one link state."""
 
-    def __init__(self, instance: str, options: FlapOptions, *, topology: Topology | None) -> None:
+    name = "link_state"
+    Options = LinkStateOptions
+
+    def __init__(self, instance: str, options: LinkStateOptions, *,
+                 topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
         self.opts = options
         self.state: dict[int, _Port] = {}
@@ -90,11 +93,9 @@ class Flaps(Detector):
         ifLastChange move."""
         tab = frame.table
         n = tab.n_ports
-        if self.prev_oper.shape[0] < n:
-            grow = n - self.prev_oper.shape[0] + 64
-            self.prev_oper = np.concatenate([self.prev_oper, np.full(grow, UP)])
-            self.prev_last = np.concatenate([self.prev_last, np.full(grow, np.nan)])
-            self.open = np.concatenate([self.open, np.zeros(grow, bool)])
+        self.prev_oper = grown(self.prev_oper, n, UP)
+        self.prev_last = grown(self.prev_last, n, np.nan)
+        self.open = grown(self.open, n, False)
         oper = tab.value[pids, self._oper]
         has_oper = tab.ts[pids, self._oper] >= 0
         last = tab.value[pids, self._last]

@@ -33,7 +33,7 @@ class NoDataOptions(DetectorOptions):
 
 
 class NoData(Detector):
-    name = "no_data"
+    name = NO_DATA
     Options = NoDataOptions
 
     def __init__(self, instance: str, options: NoDataOptions, *,

@@ -11,7 +11,8 @@ over the last ``window`` samples of its symbol error rate:
 * **good**: no errors in the recent half window, or a flat rate (growth < ``flat``).
 
 The symptom fires after ``fire_after`` windows in a row and raises ``faulty_link`` through the
-correlator before the corruption detector would: the time to act is before frames are lost.
+correlator before :mod:`detectors.rules.fcs_errors` would: the time to act is before frames are
+lost.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from detectors.base import DetectorOptions
+from detectors.base import DetectorOptions, grown
 from detectors.features import Frame, col
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At
@@ -27,33 +28,30 @@ from pipeline.kinds import OPTICS_TREND
 from pipeline.topology.model import Topology
 
 
-class OpticsOptions(DetectorOptions):
+class OpticsTrendOptions(DetectorOptions):
     window: int = Field(8, ge=4)
     growth: float = Field(2.0, gt=1)
     flat: float = Field(1.2, gt=1)
     clear_after: int = Field(5, ge=1)
 
 
-class OpticsTrend(PortRule):
-    name = "optics"
-    Options = OpticsOptions
+class OpticsTrend(PortRule[OpticsTrendOptions]):
+    name = OPTICS_TREND
+    Options = OpticsTrendOptions
     driver = "if_in_symbol_errors"
     symptom = OPTICS_TREND
 
-    def __init__(self, instance: str, options: OpticsOptions, *,
+    def __init__(self, instance: str, options: OpticsTrendOptions, *,
                  topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
-        self.opts = options
         self.ring = np.zeros((0, options.window))
         self.filled = np.zeros(0, np.int64)
 
     def evaluate(self, frame: Frame, at: At) -> Verdict:
         w = self.opts.window
         n = frame.table.n_ports
-        if self.ring.shape[0] < n:
-            grow = n - self.ring.shape[0] + 64
-            self.ring = np.vstack([self.ring, np.full((grow, w), np.nan)])
-            self.filled = np.concatenate([self.filled, np.zeros(grow, np.int64)])
+        self.ring = grown(self.ring, n, np.nan)
+        self.filled = grown(self.filled, n, 0)
         rate = frame.table.value[at.pids, col("if_in_symbol_errors")]
         pid = at.pids
         self.ring[pid] = np.roll(self.ring[pid], -1, axis=1)

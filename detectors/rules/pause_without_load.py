@@ -60,7 +60,7 @@ from pipeline.kinds import PAUSE_WITHOUT_LOAD
 from pipeline.topology.model import Topology
 
 
-class BufferOptions(DetectorOptions):
+class PauseWithoutLoadOptions(DetectorOptions):
     fire_after: int = Field(3, ge=1)
     min_share: float = Field(0.001, gt=0, le=1,
                              description="share of time pausing a neighbour: 1 ms per second")
@@ -91,16 +91,15 @@ class _Summary:
     pausing_ports: tuple[str, ...]
 
 
-class PauseWithoutLoad(DeviceRule):
-    name = "buffer_misconfig"
-    Options = BufferOptions
+class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
+    name = PAUSE_WITHOUT_LOAD
+    Options = PauseWithoutLoadOptions
     driver = "pfc_tx_frames"
     symptom = PAUSE_WITHOUT_LOAD
 
-    def __init__(self, instance: str, options: BufferOptions, *,
+    def __init__(self, instance: str, options: PauseWithoutLoadOptions, *,
                  topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
-        self.opts = options
         self.latest: dict[int, _Summary] = {}
 
     def _summary(self, frame: Frame, at: At) -> _Summary:

@@ -17,17 +17,17 @@ from pydantic import Field
 
 from detectors.features import Frame
 from detectors.ports import PortKind
-from detectors.rules.pfc_watchdog import PfcWatchdog, StormOptions
+from detectors.rules.pfc_watchdog import PfcWatchdog, PfcWatchdogOptions
 from pipeline.kinds import PFC_HOLD
 
 
-class DeadlockOptions(StormOptions):
+class PfcHoldOptions(PfcWatchdogOptions):
     fire_after: int = Field(3, ge=2)
 
 
 class PfcHold(PfcWatchdog):
-    name = "pfc_deadlock"
-    Options = DeadlockOptions
+    name = PFC_HOLD
+    Options = PfcHoldOptions
     symptom = PFC_HOLD
 
     def candidates(self, frame: Frame) -> NDArray[np.int64]:

@@ -35,27 +35,22 @@ from detectors.rule import PortRule, Verdict
 from detectors.signals import At, lossless_tx_util, pause_rx_fps, pause_share
 from pipeline.kinds import PFC_WATCHDOG
 from pipeline.model import Severity
-from pipeline.topology.model import Topology
 
 
-class StormOptions(DetectorOptions):
+class PfcWatchdogOptions(DetectorOptions):
     min_pause_share: float = Field(0.5, gt=0, le=1)
     max_drain: float = Field(0.01, ge=0, lt=1, description="share of line rate")
     drained: float = Field(0.05, gt=0, lt=1, description="drain that proves progress")
     light: float = Field(0.05, gt=0, lt=1, description="pause share that is only a blip")
 
 
-class PfcWatchdog(PortRule):
-    name = "pfc_storm"
-    Options = StormOptions
+class PfcWatchdog(PortRule[PfcWatchdogOptions]):
+    name = PFC_WATCHDOG
+    Options = PfcWatchdogOptions
     driver = "pfc_rx_frames"
     symptom = PFC_WATCHDOG
     slots = 8
     slot_label = "priority"
-
-    def __init__(self, instance: str, options: StormOptions, *, topology: Topology | None) -> None:
-        super().__init__(instance, options, topology=topology)
-        self.opts = options
 
     def candidates(self, frame: Frame) -> NDArray[np.int64]:
         """Host-facing ports: the ToR watchdog's ports (fabric ports:

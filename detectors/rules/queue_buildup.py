@@ -21,18 +21,18 @@ from detectors.features import Frame
 from detectors.rule import PortRule, Verdict
 from detectors.signals import At, ecn_fraction, queue_bytes, tx_util
 from pipeline.kinds import QUEUE_BUILDUP
-from pipeline.topology.model import Topology
 
 
-class CongestionOptions(DetectorOptions):
+class QueueBuildupOptions(DetectorOptions):
     min_util: float = Field(0.0, ge=0, le=1, description="0: any standing queue counts")
     min_ecn: float = Field(0.01, gt=0, le=1, description="share of packets ECN-marked")
     saturated: float = Field(0.97, gt=0, le=1, description="line-rate share without ECN data")
 
 
-def congested(frame: Frame, at: At, opts: CongestionOptions) -> tuple[np.ndarray, np.ndarray,
+def congested(frame: Frame, at: At, opts: QueueBuildupOptions) -> tuple[np.ndarray, np.ndarray,
                                                                       dict[str, np.ndarray]]:
-    """Bad and good verdicts of the congestion rule, and its evidence (shared with incast)."""
+    """Bad and good verdicts of a standing queue, and its evidence (shared with
+    :mod:`detectors.rules.egress_oversubscribed`)."""
     util = tx_util(frame, at)
     ecn = np.nanmax(np.where(np.isfinite(ecn_fraction(frame, at)), ecn_fraction(frame, at),
                              -1.0), axis=1)
@@ -49,16 +49,11 @@ def congested(frame: Frame, at: At, opts: CongestionOptions) -> tuple[np.ndarray
     return bad, good, {"util": util, "ecn": ecn, "queue_bytes": queue}
 
 
-class QueueBuildup(PortRule):
-    name = "congestion"
-    Options = CongestionOptions
+class QueueBuildup(PortRule[QueueBuildupOptions]):
+    name = QUEUE_BUILDUP
+    Options = QueueBuildupOptions
     driver = "if_out_octets"
     symptom = QUEUE_BUILDUP
-
-    def __init__(self, instance: str, options: CongestionOptions, *,
-                 topology: Topology | None) -> None:
-        super().__init__(instance, options, topology=topology)
-        self.opts = options
 
     def evaluate(self, frame: Frame, at: At) -> Verdict:
         bad, good, ev = congested(frame, at, self.opts)

@@ -33,7 +33,7 @@ from pipeline.kinds import UPLINK_IMBALANCE
 from pipeline.topology.model import Topology
 
 
-class EcmpOptions(DetectorOptions):
+class UplinkImbalanceOptions(DetectorOptions):
     fire_after: int = Field(5, ge=1)
     clear_after: int = Field(5, ge=1)
     min_imbalance: float = Field(1.5, gt=1)
@@ -44,16 +44,15 @@ class EcmpOptions(DetectorOptions):
     baseline_alpha: float = Field(0.05, gt=0, le=1)
 
 
-class UplinkImbalance(DeviceRule):
-    name = "ecmp_imbalance"
-    Options = EcmpOptions
+class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
+    name = UPLINK_IMBALANCE
+    Options = UplinkImbalanceOptions
     driver = "if_out_octets"
     symptom = UPLINK_IMBALANCE
 
-    def __init__(self, instance: str, options: EcmpOptions, *,
+    def __init__(self, instance: str, options: UplinkImbalanceOptions, *,
                  topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
-        self.opts = options
         self.seen: dict[int, int] = {}
         self.base: dict[int, float] = {}
 

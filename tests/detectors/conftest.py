@@ -27,6 +27,9 @@ QUAL_METRICS = {m.name for m in CATALOG if m.qualifier}
 NO_TIMER = {"pfc_rx_pause_us", "pfc_tx_pause_us", "queue_occupancy_bytes"}
 SNMP_NOT = {"queue_ecn_marked_pkts", "queue_watermark_bytes", "queue_occupancy_bytes",
             "if_carrier_transitions", "fec_corrected_blocks", "fec_uncorrectable_blocks"}
+#: a port whose peer pauses priority 3 all the time while nothing leaves it (a stuck NIC behind it)
+STUCK = {"pfc_rx_frames__3": 23842.0, "pfc_rx_pause_us__3": 1e6, "queue_tx_octets__3": 0.0,
+         "queue_tx_pkts__3": 0.0, "if_out_octets": 0.0, "if_out_pkts": 0.0}
 
 
 def calm(util: float = 0.3) -> dict[str, float]:

@@ -12,8 +12,7 @@ from detectors.settings import DetectionSettings
 from pipeline.bus.base import MemoryBus, Topics
 from pipeline.model import SampleBatch
 from pipeline.wire.samples import encode_batch
-from tests.detectors.conftest import EPOCH, Feed, small
-from tests.detectors.rules.test_port_rules import STUCK
+from tests.detectors.conftest import EPOCH, STUCK, Feed, small
 
 #: recent enough for the store's retention (old rows are dropped on insert)
 RECENT = (time.time_ns() // 10**9 - 3600) * 10**9

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from detectors.rules.anomaly import LearnedAnomaly
+from detectors.rules.anomaly import Anomaly
 from pipeline.topology.model import spine_leaf
 from tests.detectors.conftest import Feed, active, chain_of, run
 
@@ -11,7 +11,7 @@ def test_learns_each_port_then_flags_a_sustained_deviation_with_its_features():
     topo = spine_leaf(2, 4, 4)
     feed = Feed(topo, jitter=0.03)
     chain = chain_of(topo, "anomaly")
-    det = next(d for d in chain.detectors if isinstance(d, LearnedAnomaly))
+    det = next(d for d in chain.detectors if isinstance(d, Anomaly))
     run(chain, feed, det.opts.baseline + 2)
     assert det.model is not None  # trained on every port's baseline
     feed.set("leaf2:Ethernet6", pfc_rx_frames__3=20000.0, pfc_rx_pause_us__3=0.8e6)
@@ -29,7 +29,7 @@ def test_a_single_odd_sample_never_fires():
     topo = spine_leaf(2, 4, 4)
     feed = Feed(topo, jitter=0.03)
     chain = chain_of(topo, "anomaly")
-    det = next(d for d in chain.detectors if isinstance(d, LearnedAnomaly))
+    det = next(d for d in chain.detectors if isinstance(d, Anomaly))
     run(chain, feed, det.opts.baseline + 2)
     feed.load("leaf1:Ethernet5", 0.95)
     run(chain, feed, 1)

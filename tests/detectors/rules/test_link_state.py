@@ -20,7 +20,7 @@ def up(feed: Feed, *ports: str) -> None:
 
 
 def test_link_down_confirmed_by_two_samples_names_the_link(topo, feed):
-    chain = chain_of(topo, "flaps")
+    chain = chain_of(topo, "link_state")
     run(chain, feed, 3)
     down(feed, A, B)
     run(chain, feed, 1)
@@ -32,7 +32,7 @@ def test_link_down_confirmed_by_two_samples_names_the_link(topo, feed):
 
 
 def test_admin_down_is_a_drain_not_a_fault(topo, feed):
-    chain = chain_of(topo, "flaps")
+    chain = chain_of(topo, "link_state")
     run(chain, feed, 2)
     down(feed, A, B, admin=2.0)
     feed.set(A, if_carrier_transitions=1.0)  # the drain takes the port down: one transition
@@ -48,7 +48,7 @@ def test_admin_down_is_a_drain_not_a_fault(topo, feed):
 
 
 def test_a_bounce_supersedes_the_link_down_it_began_as(topo, feed):
-    chain = chain_of(topo, "flaps")
+    chain = chain_of(topo, "link_state")
     run(chain, feed, 3)
     down(feed, A, B)
     changes = run(chain, feed, 2)
@@ -62,7 +62,7 @@ def test_a_bounce_supersedes_the_link_down_it_began_as(topo, feed):
 
 
 def test_bounce_inside_one_interval_seen_only_by_the_carrier_counter(topo, feed):
-    chain = chain_of(topo, "flaps")
+    chain = chain_of(topo, "link_state")
     run(chain, feed, 3)
     feed.set(A, if_carrier_transitions=2.0)  # down and up between two samples
     run(chain, feed, 1)
@@ -73,7 +73,7 @@ def test_bounce_inside_one_interval_seen_only_by_the_carrier_counter(topo, feed)
 
 def test_snmp_last_change_reveals_a_bounce_between_polls(topo):
     feed = Feed(topo, profile="snmp")
-    chain = chain_of(topo, "flaps")
+    chain = chain_of(topo, "link_state")
     run(chain, feed, 3)
     feed.set(B, if_last_change=3.4)
     run(chain, feed, 1)
@@ -81,10 +81,10 @@ def test_snmp_last_change_reveals_a_bounce_between_polls(topo):
 
 
 def test_flap_clears_after_a_stable_period_and_a_long_outage_is_not_a_flap(topo, feed):
-    from detectors.rules.link_state import Flaps
+    from detectors.rules.link_state import LinkState
 
-    chain = chain_of(topo, "flaps")
-    stable = next(d for d in chain.detectors if isinstance(d, Flaps)).opts.stable_s
+    chain = chain_of(topo, "link_state")
+    stable = next(d for d in chain.detectors if isinstance(d, LinkState)).opts.stable_s
     run(chain, feed, 2)
     down(feed, A, B)
     run(chain, feed, 40)  # longer than a bounce: a repair, not a flap
