@@ -41,6 +41,7 @@ from pipeline.config import BusSettings, KafkaSettings
 from pipeline.errors import BusError, ConfigError, DecodeError
 from pipeline.ingest.loop import dead_letter
 from pipeline.model import BatchBuilder
+from pipeline.retry import REPOLL, Backoff
 
 log = logging.getLogger("rocewatch.collectors.gnmic")
 
@@ -209,15 +210,21 @@ class GnmicKafkaCollector(Collector):
         consumer = bus.consumer([o.topic], o.group)
         letters = bus.producer()
         builder = BatchBuilder()
+        polls = Backoff(REPOLL)
         self.started.set()
         try:
             while not stop.is_set():
                 try:
                     msgs = consumer.poll(timeout_s=o.poll_wait_s, max_records=1000)
                 except BusError as exc:
-                    log.error("%s: cannot poll %s: %s", self.instance, o.topic, exc)
-                    stop.wait(1.0)
+                    delay = polls.fail()
+                    if delay is None:
+                        raise
+                    log.error("%s: cannot poll %s (will retry in %.1fs): %s", self.instance,
+                              o.topic, delay, exc)
+                    stop.wait(delay)
                     continue
+                polls.succeed()
                 if not msgs:
                     continue
                 for msg in msgs:

@@ -3,26 +3,27 @@
 Each entry of ``collectors:`` in the config is a :class:`~pipeline.config.PluginSpec` built through
 the ``rocewatch.collectors`` registry. Every instance runs in a thread of its own; what it emits
 goes to the samples topic keyed by device (so one device's samples stay in order). An instance
-that crashes is rebuilt and restarted with backoff, alone: the others keep collecting. Instances
-that name a ``metrics_listen`` address share one Prometheus endpoint per address.
+that crashes is rebuilt and restarted by :class:`~pipeline.supervisor.Supervisor`, alone: the
+others keep collecting. Instances that name a ``metrics_listen`` address share one Prometheus
+endpoint per address.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Any
 
 from collectors.base import Collector
 from collectors.exposition import HealthEndpoint
 from pipeline.bus.base import Producer, Topics
 from pipeline.config import PluginSpec
-from pipeline.errors import RocewatchError
 from pipeline.ingest.loop import publish_batches
 from pipeline.model import SampleBatch
 from pipeline.registry import Registry
+from pipeline.retry import RetryPolicy
 from pipeline.stage import StageContext
+from pipeline.supervisor import RESTART, Supervisor
 
 log = logging.getLogger("rocewatch.collectors")
 
@@ -47,52 +48,42 @@ class Publisher:
 
 
 class Supervised:
-    """One collector instance in its thread; rebuilt from its spec after a crash."""
+    """One collector instance under a :class:`~pipeline.supervisor.Supervisor`; every restart
+    runs a new instance built from its spec (nothing is kept from the one that crashed, and a
+    spec that cannot be built now is a crash like any other, retried under the same policy)."""
 
     def __init__(self, spec: PluginSpec, where: str, registry: Registry[Collector],
-                 emit: Publisher) -> None:
+                 emit: Publisher, policy: RetryPolicy = RESTART) -> None:
         self.spec = spec
         self.where = where
         self.registry = registry
         self.emit = emit
+        self.policy = policy
         self.collector: Collector = registry.build(spec, where, emit=emit)
-        self.restarts = 0
-        self.last_error = ""
-        self.thread = threading.Thread(target=self._supervise, daemon=True,
-                                       name=f"collector-{spec.instance}")
+        self._built_for_run = True
+        self.supervisor: Supervisor | None = None
 
     def start(self, stop: threading.Event) -> None:
-        self._stop = stop
-        self.thread.start()
+        self.supervisor = Supervisor(f"collector {self.spec.instance}", self._run, stop,
+                                     policy=self.policy, logger=log,
+                                     thread_name=f"collector-{self.spec.instance}")
+        self.supervisor.start()
 
-    def _supervise(self) -> None:
-        backoff = 1.0
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self.collector.run(self._stop)
-                return
-            except Exception as exc:  # the supervisor boundary: log, back off, rebuild
-                self.restarts += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                if isinstance(exc, RocewatchError):
-                    log.error("collector %s failed: %s", self.spec.instance, exc)
-                else:
-                    log.exception("collector %s crashed", self.spec.instance)
-            if time.monotonic() - started > 60:
-                backoff = 1.0
-            if self._stop.wait(backoff):
-                return
-            backoff = min(backoff * 2, 30.0)
-            try:
-                self.collector = self.registry.build(self.spec, self.where, emit=self.emit)
-            except RocewatchError as exc:
-                self.last_error = str(exc)
-                log.error("collector %s cannot be rebuilt: %s", self.spec.instance, exc)
+    def _run(self, stop: threading.Event) -> None:
+        if not self._built_for_run:
+            self.collector = self.registry.build(self.spec, self.where, emit=self.emit)
+        self._built_for_run = False
+        self.collector.run(stop)
+
+    def join(self, timeout: float) -> bool:
+        """True once the instance has stopped (or never started)."""
+        return self.supervisor is None or self.supervisor.join(timeout)
 
     def health(self) -> dict[str, Any]:
-        return {**self.collector.health(), "alive": self.thread.is_alive(),
-                "restarts": self.restarts, "last_error": self.last_error}
+        supervision = (self.supervisor.health() if self.supervisor is not None else
+                       {"alive": False, "restarts": 0, "last_error": "",
+                        "crashes_without_progress": 0})
+        return {**self.collector.health(), **supervision}
 
 
 def run(ctx: StageContext, stop: threading.Event) -> None:
@@ -126,10 +117,8 @@ def run(ctx: StageContext, stop: threading.Event) -> None:
     finally:
         halt.set()
         for sup in running:
-            if sup.thread.ident is not None:
-                sup.thread.join(15.0)
-                if sup.thread.is_alive():
-                    log.warning("collector %s did not stop", sup.spec.instance)
+            if not sup.join(15.0):
+                log.warning("collector %s did not stop", sup.spec.instance)
         for endpoint in endpoints:
             endpoint.stop()
         producer.flush(10.0)

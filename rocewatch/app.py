@@ -8,8 +8,9 @@ Roles map to the stage loops they run::
     remediate  remediation.loop.run     alerts topic → receivers, drains → actions topic
     api        ui.api.server.run              store → REST API
 
-Each loop runs in its own thread. A loop that raises is logged and restarted with exponential
-backoff; the platform stops when the shared stop event is set (signal, scenario end, test).
+Each loop runs in its own thread under a :class:`~pipeline.supervisor.Supervisor`: a loop that
+raises is logged and restarted under the retry policy; the platform stops when the shared stop
+event is set (signal, scenario end, test).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.bus.base import Bus, MemoryBus, Topics
-from pipeline.errors import ConfigError, RocewatchError
+from pipeline.errors import ConfigError
 from pipeline.stage import StageContext, StageLoop
 from pipeline.store.base import Store, open_store
+from pipeline.supervisor import Supervisor
 from pipeline.topology.model import Topology
 from rocewatch.settings import Settings, check
 
@@ -57,14 +59,6 @@ def open_bus(settings: Settings) -> Bus:
 
 
 @dataclass
-class _Running:
-    role: str
-    thread: threading.Thread
-    restarts: int = 0
-    last_error: str = ""
-
-
-@dataclass
 class Platform:
     """The roles of one process, started and supervised together."""
 
@@ -74,7 +68,7 @@ class Platform:
     bus: Bus | None = None
     stop_event: threading.Event = field(default_factory=threading.Event)
     context: StageContext | None = None
-    _running: dict[str, _Running] = field(default_factory=dict)
+    _running: dict[str, Supervisor] = field(default_factory=dict)
 
     def start(self) -> StageContext:
         unknown = [r for r in self.roles if r not in ROLES]
@@ -100,36 +94,12 @@ class Platform:
     def _spawn(self, role: str, loop: StageLoop) -> None:
         assert self.context is not None
         ctx = self.context
-
-        def supervise() -> None:
-            backoff = 1.0
-            while not self.stop_event.is_set():
-                started = time.monotonic()
-                try:
-                    loop(ctx, self.stop_event)
-                    return
-                except Exception as exc:  # the supervisor boundary: log, back off, restart
-                    running = self._running[role]
-                    running.restarts += 1
-                    running.last_error = f"{type(exc).__name__}: {exc}"
-                    if isinstance(exc, RocewatchError):
-                        log.error("%s loop failed: %s", role, exc)
-                    else:
-                        log.exception("%s loop crashed", role)
-                    if time.monotonic() - started > 60:
-                        backoff = 1.0
-                    self.stop_event.wait(backoff)
-                    backoff = min(backoff * 2, 30.0)
-
-        thread = threading.Thread(target=supervise, name=f"rocewatch-{role}", daemon=True)
-        self._running[role] = _Running(role, thread)
-        thread.start()
+        self._running[role] = Supervisor(f"{role} loop", lambda stop: loop(ctx, stop),
+                                         self.stop_event, logger=log,
+                                         thread_name=f"rocewatch-{role}").start()
 
     def health(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for role, running in self._running.items():
-            out[role] = {"alive": running.thread.is_alive(), "restarts": running.restarts,
-                         "last_error": running.last_error}
+        out: dict[str, Any] = {role: sup.health() for role, sup in self._running.items()}
         if self.context:
             for name, probe in self.context.health.items():
                 out.setdefault(name, {}).update(probe())
@@ -138,10 +108,9 @@ class Platform:
     def stop(self, timeout: float = 15.0) -> None:
         self.stop_event.set()
         deadline = time.monotonic() + timeout
-        for running in self._running.values():
-            running.thread.join(max(0.1, deadline - time.monotonic()))
-            if running.thread.is_alive():
-                log.warning("%s loop did not stop within %.0fs", running.role, timeout)
+        for role, sup in self._running.items():
+            if not sup.join(max(0.1, deadline - time.monotonic())):
+                log.warning("%s loop did not stop within %.0fs", role, timeout)
         if self.context:
             if self.context.store is not None:
                 self.context.store.close()

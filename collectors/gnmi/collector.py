@@ -24,6 +24,7 @@ from collectors.health import DeviceClock, ErrorTally, TargetHealth
 from collectors.profile import GnmiProfile, load_profile
 from pipeline.errors import ConfigError
 from pipeline.model import BatchBuilder
+from pipeline.retry import RetryPolicy
 
 log = logging.getLogger("rocewatch.collectors.gnmi")
 
@@ -65,7 +66,8 @@ class GnmiCollector(Collector):
         self.clock = DeviceClock()
         session_options = SessionOptions(
             connect_timeout_s=options.connect_timeout_s,
-            backoff_initial_s=options.backoff_initial_s, backoff_max_s=options.backoff_max_s,
+            reconnect=RetryPolicy(initial_s=options.backoff_initial_s,
+                                  cap_s=options.backoff_max_s),
             idle_intervals=options.idle_intervals, idle_min_s=options.idle_min_s,
             keepalive_s=options.keepalive_s)
         mappers: dict[str, PathMapper] = {}

@@ -8,14 +8,14 @@ undecoded: a malformed message is counted there instead of killing the stream in
 deserializer, and the decode is ours (the hot path).
 
 A session ends when the stream fails, the target closes it, or it stays silent for the idle
-timeout; the session then reconnects with exponential backoff and full jitter, so a fabric-wide
-outage does not come back as a thundering herd.
+timeout; the session then reconnects under the retry policy (:mod:`pipeline.retry`: exponential
+backoff, full jitter, so a fabric-wide outage does not come back as a thundering herd); a session
+that brought data starts the next streak afresh.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -32,6 +32,7 @@ from collectors.health import ErrorTally, TargetHealth
 from collectors.profile import GnmiProfile
 from pipeline.errors import CollectorError, ConfigError
 from pipeline.inventory import Target, resolve_secrets
+from pipeline.retry import Backoff, RetryPolicy
 
 log = logging.getLogger("rocewatch.collectors.gnmi")
 
@@ -59,6 +60,8 @@ class _Client(pygnmi_client.gNMIclient):  # type: ignore[misc]
         return list(getattr(self, "_gNMIclient__supported_encodings", None) or [])
 
 
+#: reconnecting to a target after its session ended
+RECONNECT = RetryPolicy(initial_s=0.5, cap_s=30.0)
 _ENCODINGS = {"json": pb.JSON, "proto": pb.PROTO, "json_ietf": pb.JSON_IETF}
 _SUBSCRIBE = "/gnmi.gNMI/Subscribe"
 
@@ -66,31 +69,13 @@ _SUBSCRIBE = "/gnmi.gNMI/Subscribe"
 @dataclass(frozen=True)
 class SessionOptions:
     connect_timeout_s: float = 5.0
-    backoff_initial_s: float = 0.5
-    backoff_max_s: float = 30.0
+    #: reconnecting after a session ends
+    reconnect: RetryPolicy = RECONNECT
     #: a stream silent for this many sample intervals (wall time) is torn down and reopened,
     idle_intervals: float = 10.0
     #: but never sooner than this (a busy target at a fast simulated clock is not a hung one)
     idle_min_s: float = 10.0
     keepalive_s: float = 0.0
-
-
-class Backoff:
-    """Exponential backoff with full jitter: a random delay in [0, min(max, initial * 2**n)]."""
-
-    def __init__(self, initial: float, maximum: float, rng: random.Random | None = None) -> None:
-        self.initial = initial
-        self.maximum = maximum
-        self.attempt = 0
-        self._rng = rng or random.Random()
-
-    def next(self) -> float:
-        ceiling = min(self.maximum, self.initial * (2 ** self.attempt))
-        self.attempt += 1
-        return self._rng.uniform(ceiling / 2 if self.attempt == 1 else 0.0, ceiling)
-
-    def reset(self) -> None:
-        self.attempt = 0
 
 
 def parse_path(text: str, origin: str = "", target: str = "") -> pb.Path:
@@ -155,7 +140,7 @@ class GnmiSession:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        backoff = Backoff(self.options.backoff_initial_s, self.options.backoff_max_s)
+        backoff = Backoff(self.options.reconnect)
         while not stop.is_set():
             got_data = False
             try:
@@ -179,8 +164,10 @@ class GnmiSession:
             if stop.is_set():
                 break
             if got_data:
-                backoff.reset()
-            stop.wait(backoff.next())
+                backoff.succeed()
+            delay = backoff.fail()
+            if delay is None or stop.wait(delay):
+                break
 
     def close(self) -> None:
         """Stop the session from another thread (the collector's stop)."""

@@ -9,8 +9,8 @@ and never stops the loop.
 
 The loop gathers the next batch while up to ``inflight`` earlier ones are inserted by helper
 threads, and commits batches strictly in order, each once it and all before it are stored. A
-store outage is retried with backoff (nothing is committed meanwhile); a broker outage while
-polling keeps what was gathered and tries again.
+store outage is retried under the retry policy (:mod:`pipeline.retry`; nothing is committed
+meanwhile); a broker outage while polling keeps what was gathered and tries again.
 
 The role also runs the store's scheduled jobs: retention where the engine has no TTL, and the
 rollup job (:mod:`pipeline.store.rollup.job`).
@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pipeline.bus.base import Bus, Message, Producer, Topics
 from pipeline.errors import BusError, DecodeError, StoreError
 from pipeline.model import ActionResult, Alert, SampleBatch, alerts_from_json
+from pipeline.retry import REPOLL, Backoff, RetryPolicy
 from pipeline.stage import StageContext
 from pipeline.store.base import Store
 from pipeline.store.rollup.clock import PartitionClock
@@ -37,6 +38,8 @@ from pipeline.wire.samples import decode_batch
 __all__ = ["Ingest", "IngestStats", "dead_letter", "publish_batches", "run"]
 
 log = logging.getLogger("rocewatch.ingest")
+#: finishing a gathered batch after a store or bus failure (nothing is committed meanwhile)
+STORE_RETRY = RetryPolicy(initial_s=0.5, cap_s=30.0)
 
 
 @dataclass
@@ -199,17 +202,20 @@ class Ingest:
             log.warning("offsets not committed (the work will be redone): %s", exc)
 
     def _retry(self, pending: _Pending, stop: threading.Event, failure: Exception) -> bool:
-        """Finish ``pending`` after a failure, with backoff, until it works or ``stop``."""
-        backoff = 0.5
+        """Finish ``pending`` after a failure, under the retry policy, until it works or
+        ``stop``."""
+        backoff = Backoff(STORE_RETRY)
         while True:
             if isinstance(failure, StoreError):
                 self.stats.store_errors += 1
             else:
                 self.stats.bus_errors += 1
-            log.error("ingest cannot finish a batch (will retry in %.1fs): %s", backoff, failure)
-            if stop.wait(backoff):
+            delay = backoff.fail()
+            if delay is None:
                 return False
-            backoff = min(backoff * 2, 30.0)
+            log.error("ingest cannot finish a batch (will retry in %.1fs): %s", delay, failure)
+            if stop.wait(delay):
+                return False
             try:
                 self.finish(pending)
                 return True
@@ -226,7 +232,7 @@ class Ingest:
 
         inserter = ThreadPoolExecutor(self.inflight, thread_name_prefix="rocewatch-insert")
         queue: deque[tuple[_Pending, Future[None]]] = deque()
-        poll_backoff = 0.5
+        polls = Backoff(REPOLL)
 
         def settle() -> bool:
             """Commit, in order, the batches at the head of the queue that are stored; when the
@@ -252,12 +258,14 @@ class Ingest:
                     break
                 if pending.messages:
                     queue.append((pending, inserter.submit(self.finish, pending)))
-                    poll_backoff = 0.5
+                    polls.succeed()
                 elif pending.error is not None:  # the broker is away: wait, then again
-                    log.error("ingest cannot poll (will retry in %.1fs): %s", poll_backoff,
+                    delay = polls.fail()
+                    if delay is None:
+                        raise pending.error
+                    log.error("ingest cannot poll (will retry in %.1fs): %s", delay,
                               pending.error)
-                    stop.wait(poll_backoff)
-                    poll_backoff = min(poll_backoff * 2, 5.0)  # the client reconnects by itself
+                    stop.wait(delay)
             # stopping: store and commit what is in flight; a failure now is redelivered later
             for previous, future in queue:
                 try:

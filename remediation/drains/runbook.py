@@ -167,6 +167,7 @@ class Drainer:
     # -- time ----------------------------------------------------------------------------------
 
     def tick(self, now_ns: int) -> None:
+        self.steps.retry_owed(now_ns)
         self._retry_deferred(now_ns)
         for run in list(self.active.values()):
             for _ in range(12):  # follow a run through the phases that need no waiting
@@ -334,7 +335,7 @@ class Drainer:
             if run.phase in (Phase.CONFIRMING, Phase.AWAITING_APPROVAL, Phase.TE_PRE,
                              Phase.VERIFY_TRAFFIC):
                 if run.te_told and self.te is not None:
-                    self.steps.try_cancel(run.target, "automation stopped")
+                    self.steps.try_cancel(run, "automation stopped")
                     run.te_told = False
                 if run.alert.firing:  # tried again after a resume, if it still fires
                     self.deferred[run.target] = (run.proposal, run.attempt)

@@ -3,8 +3,10 @@ checks between them (traffic gone, ports down, a clean soak). Each takes a run i
 moves it to the next, or leaves it waiting; a failure rolls back what the run did.
 
 The owner of the runs (:class:`remediation.drains.runbook.Drainer`) calls :meth:`Steps.advance` on
-every
-tick with event time; the steps never read a clock.
+every tick with event time; the steps never read a clock. A TE notice the controller cannot take
+now (:class:`~remediation.drains.te.TeRetryLater`) leaves the run in its step, to be made again
+on a later tick (the client spaces the tries and says when they are spent); a rollback's notice
+that cannot be made now is owed, and :meth:`Steps.retry_owed` makes it on later ticks.
 """
 
 from __future__ import annotations
@@ -17,13 +19,11 @@ from pipeline.model import ActionOutcome, ActionResult
 from pipeline.topology.model import Port
 from remediation.drains.runs import Phase, Run
 from remediation.drains.switch import SwitchControl
-from remediation.drains.te import TeController
+from remediation.drains.te import TeController, TeRetryLater
 from remediation.drains.telemetry import UP, LinkTelemetry
 from remediation.settings import DrainSettings
 
 NS = 1_000_000_000
-#: times a TE notice after the link is down is retried (the drain stands either way)
-TE_AFTER_TRIES = 3
 
 
 class Steps:
@@ -39,6 +39,8 @@ class Steps:
         self._record = record
         self._silence = silence
         self._incident_on = incident_on
+        #: target → (the run, the reason): rollbacks whose "keep the link" notice is still owed
+        self.owed: dict[str, tuple[Run, str]] = {}
 
     # -- bookkeeping ---------------------------------------------------------------------------
 
@@ -75,10 +77,14 @@ class Steps:
             handler(run, now_ns)
 
     def _te_pre(self, run: Run, now_ns: int) -> None:
+        if run.target in self.owed:
+            return  # an earlier run's "keep the link" must reach the controller first
         evidence = {"alert": run.alert.name, "fingerprint": run.alert.fingerprint,
                     "confidence": run.alert.confidence, **run.alert.evidence}
         try:
             said = self._te().announce(run.target, f"{run.alert.name} on {run.target}", evidence)
+        except TeRetryLater:
+            return
         except RemediationError as exc:
             self.to(run, Phase.FAILED, "failed", f"TE controller not told, nothing touched: {exc}",
                     now_ns, step="te_pre")
@@ -145,10 +151,9 @@ class Steps:
     def _te_post(self, run: Run, now_ns: int) -> None:
         try:
             said = self._te().confirm(run.target)
+        except TeRetryLater:
+            return
         except RemediationError as exc:
-            run.tries += 1
-            if run.tries < TE_AFTER_TRIES:
-                return
             self.to(run, Phase.DRAINED, "done", f"drained; TE controller NOT told after the "
                     f"drain ({exc}): tell it by hand", now_ns, step="te_post")
             return
@@ -214,10 +219,9 @@ class Steps:
     def _te_restore(self, run: Run, now_ns: int) -> None:
         try:
             said = self._te().restore(run.target)
+        except TeRetryLater:
+            return
         except RemediationError as exc:
-            run.tries += 1
-            if run.tries < TE_AFTER_TRIES:
-                return
             self._silence(run, now_ns, False)
             self.to(run, Phase.RESTORED, "failed", f"link up and clean, but the TE controller "
                     f"did not take the restore ({exc}): tell it by hand", now_ns,
@@ -239,8 +243,7 @@ class Steps:
             else:
                 undone.append(f"COULD NOT re-enable {port}")
         if run.te_told:
-            ok = self.try_cancel(run.target, reason)
-            undone.append("TE told to keep the link" if ok else "TE cancel FAILED")
+            undone.append(self.try_cancel(run, reason))
         self._silence(run, now_ns, False)
         rollback = f"; rolled back: {', '.join(undone)}" if undone else ""
         self.to(run, Phase.FAILED, "failed", f"{reason}{rollback}", now_ns, step=step)
@@ -253,9 +256,30 @@ class Steps:
             return False
         return True
 
-    def try_cancel(self, target: str, reason: str) -> bool:
+    def try_cancel(self, run: Run, reason: str) -> str:
+        """Tell the controller to keep ``run``'s link in service (a rollback, best effort); what
+        came of it. One the controller cannot take now is owed (:meth:`retry_owed`)."""
         try:
-            self._te().cancel(target, reason)
-        except RemediationError:
-            return False
-        return True
+            self._te().cancel(run.target, reason)
+        except TeRetryLater as exc:
+            self.owed[run.target] = (run, reason)
+            return f"TE not told yet to keep the link ({exc})"
+        except RemediationError as exc:
+            return f"TE cancel FAILED ({exc})"
+        return "TE told to keep the link"
+
+    def retry_owed(self, now_ns: int) -> None:
+        """Make the owed "keep the link" notices whose wait is over; each outcome goes on its
+        run's audit trail."""
+        for target, (run, reason) in list(self.owed.items()):
+            try:
+                said = self._te().cancel(target, reason)
+            except TeRetryLater:
+                continue
+            except RemediationError as exc:
+                del self.owed[target]
+                self._record(run.record("failed", f"TE cancel FAILED ({exc}): tell it by hand "
+                                        f"to keep {target} in service", now_ns))
+                continue
+            del self.owed[target]
+            self._record(run.record("done", f"TE told to keep the link: {said}", now_ns))

@@ -5,7 +5,8 @@ A receiver is a ``rocewatch.actions`` entry point: a class with ``name`` and an 
 built as ``cls(instance, options, site=...)``. ``send`` delivers one notification once and
 returns a short detail; it raises :class:`DeliveryError` saying whether another try could help.
 Retrying is the deliverer's job (:mod:`remediation.receivers.delivery`): 5xx, 429 and network
-failures are retried with backoff (429 honours ``Retry-After``); any other 4xx is not.
+failures are retried under the retry policy (:mod:`pipeline.retry`; a 429 or 5xx's
+``Retry-After`` is honoured, up to ``max_backoff``); any other 4xx is not.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 import httpx
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 
 from pipeline.config import Strict
-from pipeline.errors import RemediationError
+from pipeline.errors import ConfigError, RemediationError
+from pipeline.retry import RetryPolicy, parse_retry_after
 from remediation.alerting.dispatch import ReceiverCaps
 from remediation.alerting.notification import Notification
 from remediation.settings import Duration
@@ -35,13 +37,27 @@ class DeliveryError(RemediationError):
 
 
 class RetryOptions(Strict):
-    """Every receiver's retry policy (wall time: it is about the network, not the fabric)."""
+    """Every receiver's retry knobs (wall time: it is about the network, not the fabric)."""
 
     send_resolved: bool = True
     attempts: int = Field(5, ge=1, le=20)
     backoff: Duration = 0.5
     max_backoff: Duration = 30.0
     timeout: Duration = 10.0
+
+    @model_validator(mode="after")
+    def _valid_policy(self) -> RetryOptions:
+        try:
+            _ = self.policy
+        except ConfigError as exc:
+            raise ValueError(f"backoff, max_backoff: {exc}") from exc
+        return self
+
+    @property
+    def policy(self) -> RetryPolicy:
+        """The one retry policy (:mod:`pipeline.retry`) with these knobs."""
+        return RetryPolicy(initial_s=self.backoff, cap_s=self.max_backoff,
+                           max_attempts=self.attempts)
 
 
 class HttpOptions(RetryOptions):
@@ -71,14 +87,6 @@ def where(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}" if parts.netloc else "(no host)"
 
 
-def retry_after(response: httpx.Response) -> float | None:
-    raw = response.headers.get("retry-after", "")
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        return None
-
-
 class JsonPoster:
     """One httpx client per receiver; ``post`` returns the response or raises DeliveryError."""
 
@@ -100,11 +108,13 @@ class JsonPoster:
         if code < 300:
             return response
         text = response.text[:200].replace("\n", " ")
+        after = parse_retry_after(response.headers.get("retry-after"))
         if code == 429:
             raise DeliveryError(f"{where(url)}: 429 rate limited: {text}", retryable=True,
-                                status=code, retry_after_s=retry_after(response))
+                                status=code, retry_after_s=after)
         if code >= 500:
-            raise DeliveryError(f"{where(url)}: {code}: {text}", retryable=True, status=code)
+            raise DeliveryError(f"{where(url)}: {code}: {text}", retryable=True, status=code,
+                                retry_after_s=after)
         raise DeliveryError(f"{where(url)}: {code} (not retried): {text}", retryable=False,
                             status=code)
 

@@ -1,5 +1,5 @@
-"""Delivering notifications: retries with exponential backoff and jitter, off the dispatcher's
-path, and one audit record per notification with every attempt in its steps.
+"""Delivering notifications: retries under the retry policy (:mod:`pipeline.retry`), off the
+dispatcher's path, and one audit record per notification with every attempt in its steps.
 
 Deliveries run on a small thread pool so a slow or failing receiver never holds the lifecycle up;
 the notifications of one group to one receiver are delivered in order (a resolve never overtakes
@@ -20,6 +20,7 @@ from typing import Any
 
 from pipeline.errors import RocewatchError
 from pipeline.model import ActionResult
+from pipeline.retry import Backoff
 from remediation.alerting.notification import Notification
 from remediation.audit import Recorder
 from remediation.receivers.base import DeliveryError, Receiver
@@ -27,12 +28,6 @@ from remediation.receivers.base import DeliveryError, Receiver
 log = logging.getLogger("rocewatch.remediation.delivery")
 
 OnFailed = Callable[[Notification], None]
-
-
-def backoff_s(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
-    """Exponential backoff with full jitter on the upper half: attempt 1 waits ~base."""
-    ceiling = min(cap_s, base_s * 2 ** (attempt - 1))
-    return float(ceiling / 2 + rng.random() * ceiling / 2)
 
 
 class Deliverer:
@@ -91,7 +86,9 @@ class Deliverer:
         opts = receiver.options
         steps: list[dict[str, Any]] = []
         outcome, detail = "failed", ""
-        for attempt in range(1, opts.attempts + 1):
+        backoff = Backoff(opts.policy, self._rng)
+        while True:
+            attempt = backoff.failures + 1
             started = time.monotonic()
             try:
                 detail = receiver.send(notification)
@@ -103,11 +100,11 @@ class Deliverer:
                 steps.append({"step": "send", "attempt": attempt, "outcome": "failed",
                               "status": exc.status, "error": str(exc)[:300]})
                 detail = str(exc)
-                if not exc.retryable or attempt == opts.attempts or self._stop.is_set():
+                if not exc.retryable or self._stop.is_set():
                     break
-                wait = backoff_s(attempt, opts.backoff, opts.max_backoff, self._rng)
-                if exc.retry_after_s is not None:
-                    wait = min(max(wait, exc.retry_after_s), opts.max_backoff)
+                wait = backoff.fail(exc.retry_after_s)
+                if wait is None:  # the attempts are spent
+                    break
                 self._sleep(wait)
             except RocewatchError as exc:  # a receiver bug surfaced as our error: no retry
                 steps.append({"step": "send", "attempt": attempt, "outcome": "failed",

@@ -10,14 +10,19 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any, ClassVar
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
 from collectors import loop as runner
+from collectors.base import Collector, Emit
 from pipeline.bus.base import MemoryBus, Topics
 from pipeline.config import PluginSpec
+from pipeline.errors import CollectorError
 from pipeline.registry import Registry
+from pipeline.retry import RetryPolicy
 from pipeline.stage import StageContext
 from pipeline.wire.samples import decode_batch
 from tests.collectors.conftest import SYNC, ScriptedTarget, hold, notification, write_targets
@@ -97,3 +102,58 @@ def test_collect_role_publishes_per_device_batches(tmp_path: Path,
     assert health["targets_up"] == 2 and health["alive"]
     with pytest.raises(OSError):  # the endpoint went away with the role
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
+
+class FlakyOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: how many of the first instances break
+    breaks: int = 2
+
+
+class Flaky(Collector):
+    """A collector whose first instances break as soon as they run (test-only, no entry point)."""
+
+    name = "flaky"
+    Options = FlakyOptions
+    built: ClassVar[list[Flaky]] = []
+    #: set when an instance runs without breaking
+    running: ClassVar[threading.Event] = threading.Event()
+
+    def __init__(self, instance: str, options: FlakyOptions, *, emit: Emit) -> None:
+        super().__init__(instance, options, emit=emit)
+        self.breaks = options.breaks
+        Flaky.built.append(self)
+        self.number = len(Flaky.built)
+
+    def run(self, stop: threading.Event) -> None:
+        if self.number <= self.breaks:
+            raise CollectorError(f"instance {self.number} broke")
+        Flaky.running.set()
+        stop.wait()
+
+    def health(self) -> dict[str, Any]:
+        return {"collector": "flaky", "instance_number": self.number}
+
+
+def test_a_crashed_collector_is_rebuilt_and_its_health_counts_the_restarts() -> None:
+    registry: Registry[Collector] = Registry("rocewatch.collectors")
+    registry._loaded["flaky"] = Flaky  # a test plugin, without an entry point
+    Flaky.built.clear()
+    Flaky.running.clear()
+    bus = MemoryBus()
+    publisher = runner.Publisher(bus.producer(), Topics())
+    sup = runner.Supervised(PluginSpec(type="flaky", name="f"), "collectors[0]", registry,
+                            publisher, policy=RetryPolicy(initial_s=0.0005, cap_s=0.001))
+    stop = threading.Event()
+    sup.start(stop)
+    try:
+        assert Flaky.running.wait(15.0), "the collector was not rebuilt and restarted"
+        health = sup.health()
+    finally:
+        stop.set()
+    assert sup.join(15.0)
+    assert [c.number for c in Flaky.built] == [1, 2, 3], "each restart builds a new instance"
+    assert sup.collector is Flaky.built[2]
+    assert health["instance_number"] == 3 and health["alive"] and health["restarts"] == 2
+    assert health["last_error"] == "CollectorError: instance 2 broke"
+    assert health["crashes_without_progress"] == 2

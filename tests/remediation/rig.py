@@ -45,6 +45,8 @@ class Rig:
     settings: RemediationSettings
     #: talk to these switches instead of ``targets`` (the lab's agents)
     switches: SwitchControl | None = None
+    #: this TE client instead of one for ``te_url`` with a single try
+    te: HttpTe | None = None
     drainer: Drainer = field(init=False)
     recorder: Recorder = field(init=False)
     telemetry: LinkTelemetry = field(init=False)
@@ -59,7 +61,8 @@ class Rig:
         if switches is None and self.targets is not None:
             directory = DeviceDirectory(GnmiSettings(devices=self.targets.addresses))
             switches = self.switches = GnmiSwitches(directory, timeout_s=3)
-        te = HttpTe(self.te_url, TeSettings(attempts=1, timeout=3)) if self.te_url else None
+        te = self.te or (HttpTe(self.te_url, TeSettings(attempts=1, timeout=3))
+                         if self.te_url else None)
         self.drainer = Drainer(self.settings, self.topology, switches, te, self.telemetry,
                                self.recorder, Silences(), page=self.paged.append)
 

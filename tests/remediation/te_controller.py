@@ -1,6 +1,7 @@
 """A TE controller on loopback that keeps the contract of ``docs/te-controller.md`` (drain,
 undrain, GET a link, 404 for unknown links, 409 when a drain would isolate a switch, 422 for a bad
-body), for the runbook tests; it records every request."""
+body), for the runbook tests; it records every request, and answers the next ones from
+``script`` (a status and its headers: a busy or rate-limiting controller) while that lasts."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ class TeController:
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
     #: links whose drain is refused with 409
     refuse: set[str] = field(default_factory=set)
+    #: the next requests' answers (status, headers), before any other handling
+    script: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     url: str = ""
     _server: ThreadingHTTPServer | None = None
 
@@ -28,16 +31,28 @@ class TeController:
         te = self
 
         class Handler(BaseHTTPRequestHandler):
-            def _reply(self, status: int, body: Any) -> None:
+            def _reply(self, status: int, body: Any, headers: dict[str, str] | None = None,
+                       ) -> None:
                 out = json.dumps(body).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(out)))
                 self.end_headers()
                 self.wfile.write(out)
 
+            def _scripted(self) -> bool:
+                if not te.script:
+                    return False
+                status, headers = te.script.pop(0)
+                self._reply(status, {"error": "scripted"}, headers)
+                return True
+
             def do_GET(self) -> None:
                 te.requests.append(("GET", self.path, None))
+                if self._scripted():
+                    return None
                 parts = self.path.split("/")
                 link = unquote(parts[3]) if len(parts) == 4 and parts[2] == "links" else ""
                 if link not in te.topology.link_by_id:
@@ -48,6 +63,8 @@ class TeController:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 body = json.loads(raw or b"null")
                 te.requests.append(("POST", self.path, body))
+                if self._scripted():
+                    return None
                 parts = self.path.split("/")
                 if len(parts) != 5 or parts[2] != "links" or parts[4] not in ("drain", "undrain"):
                     return self._reply(404, {"error": "no such endpoint"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 from email import message_from_bytes
@@ -13,6 +14,7 @@ from aiosmtpd.controller import Controller
 from pipeline.config import PluginSpec
 from pipeline.errors import ConfigError, PluginError
 from pipeline.model import fingerprint
+from pipeline.retry import RetryPolicy
 from remediation.alerting.assemble import build_receivers
 from remediation.alerting.notification import Notification
 from remediation.audit import Recorder
@@ -97,7 +99,10 @@ def test_retries_5xx_with_growing_backoff_then_succeeds(http_peer):
     assert len(peer.requests) == 3 and result.outcome == "done" and not failed
     assert [s["outcome"] for s in result.steps] == ["failed", "failed", "done"]
     assert [s["status"] for s in result.steps[:2]] == [503, 500]
-    assert len(sleeps) == 2 and 0.5 <= sleeps[0] <= 1.0 and 1.0 <= sleeps[1] <= 2.0
+    # the receiver's own policy, drawn from the deliverer's seeded random source
+    policy, rng = RetryPolicy(initial_s=1.0, cap_s=30.0), random.Random(1)
+    assert sleeps == [policy.delay(1, rng), policy.delay(2, rng)]
+    assert 0 <= sleeps[0] <= 1.0 and 0 <= sleeps[1] <= 2.0
 
 
 def test_4xx_is_not_retried_and_the_group_is_forgotten(http_peer):
@@ -109,11 +114,19 @@ def test_4xx_is_not_retried_and_the_group_is_forgotten(http_peer):
     assert failed == [n] and "400 (not retried)" in result.detail
 
 
-def test_429_honours_retry_after(http_peer):
-    peer = http_peer(script=[429], headers={"Retry-After": "3"})
+@pytest.mark.parametrize("status", [429, 503])
+def test_retry_after_is_honoured(http_peer, status):
+    peer = http_peer(script=[status], headers={"Retry-After": "3"})
     spec = {"type": "webhook", "name": "hook", "url": peer.url, "backoff": "100ms"}
     result, sleeps, _ = deliver([spec], notification("hook", [make_alert()]))
     assert result.outcome == "done" and sleeps == [3.0]
+
+
+def test_retry_after_is_capped_by_max_backoff(http_peer):
+    peer = http_peer(script=[429], headers={"Retry-After": "3600"})
+    spec = {"type": "webhook", "name": "hook", "url": peer.url, "max_backoff": "20s"}
+    result, sleeps, _ = deliver([spec], notification("hook", [make_alert()]))
+    assert result.outcome == "done" and sleeps == [20.0]
 
 
 def test_network_failure_is_retried_until_attempts_run_out():
@@ -236,6 +249,9 @@ def test_wrong_receiver_config_names_the_key():
         build_receivers([PluginSpec(type="log"), PluginSpec(type="webhook", name="w")])
     with pytest.raises(ConfigError, match=r"remediation.receivers\[0\].colour: unknown key"):
         build_receivers([PluginSpec.model_validate({"type": "log", "colour": "red"})])
+    with pytest.raises(ConfigError, match=r"remediation.receivers\[0\].*max_backoff"):
+        build_receivers([PluginSpec.model_validate({"type": "log", "backoff": "1m",
+                                                    "max_backoff": "10s"})])
 
 
 def test_a_resolve_never_overtakes_its_trigger_while_that_is_retried(http_peer):
