@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from collectors.gnmi.collector import GnmiCollector, GnmiOptions
+from lab.runtime import Lab
 from pipeline.model import FLAG_RESET
 from tests.collectors.conftest import Running, Sink, wait_until
-
-lab_runtime = pytest.importorskip("lab.runtime")
 
 SCENARIO = """
 format: 1
@@ -59,7 +58,7 @@ def scenario_file(tmp: Path, name: str) -> Path:
 
 
 def start_lab(tmp: Path, name: str, speed: float = SPEED, **kwargs: Any) -> Any:
-    return lab_runtime.Lab(scenario_file(tmp, name), speed=speed, out_dir=tmp / name,
+    return Lab(scenario_file(tmp, name), speed=speed, out_dir=tmp / name,
                            **kwargs).start()
 
 

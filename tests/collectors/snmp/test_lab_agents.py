@@ -13,14 +13,13 @@ import pytest
 
 from collectors import loop as runner
 from collectors.snmp.collector import SnmpCollector, SnmpOptions
+from lab.runtime import Lab
 from pipeline.bus.base import MemoryBus, Topics
 from pipeline.config import PluginSpec
 from pipeline.model import FLAG_COUNTER32, FLAG_RESET
 from pipeline.stage import StageContext
 from pipeline.wire.samples import decode_batch
 from tests.collectors.conftest import Running, Sink
-
-lab_runtime = pytest.importorskip("lab.runtime")
 
 SCENARIO = """
 format: 1
@@ -52,7 +51,7 @@ SNMP_METRICS = {"if_in_octets", "if_out_octets", "if_in_pkts", "if_out_pkts", "i
 def start_lab(tmp: Path, name: str, **kwargs: Any) -> Any:
     scenario = tmp / f"{name}.yaml"
     scenario.write_text(SCENARIO)
-    return lab_runtime.Lab(scenario, speed=20.0, out_dir=tmp / name, **kwargs).start()
+    return Lab(scenario, speed=20.0, out_dir=tmp / name, **kwargs).start()
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from lab.runtime import Lab
 from pipeline.wire.commands import Repair
 from remediation.drains.devices import DeviceDirectory
 from remediation.drains.runs import Phase
@@ -35,10 +36,9 @@ faults: []
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    runtime = pytest.importorskip("lab.runtime")
     where = tmp_path_factory.mktemp("lab")
     (where / "scenario.yaml").write_text(SCENARIO)
-    running = runtime.Lab(where / "scenario.yaml", speed=10, out_dir=where / "out").start()
+    running = Lab(where / "scenario.yaml", speed=10, out_dir=where / "out").start()
     yield running
     running.stop()
 
