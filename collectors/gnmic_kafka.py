@@ -17,18 +17,19 @@ update
 of the same leaf become the same catalog sample. Values arrive as JSON numbers, RFC 7951 strings
 (``"123"``) or enum names (``"UP"``).
 
-A message that is not gnmic event JSON goes to the dead-letter topic with the reason; paths the
-profile does not map are counted, not dead-lettered. Offsets are committed only after the
+A message that is not gnmic event JSON goes to the dead-letter topic with its origin and the
+reason, under the wire's one policy (:mod:`pipeline.wire.deadletter`); paths the profile does not
+map are counted, not dead-lettered. Offsets are committed only after the
 samples were handed on and the producer behind ``emit`` (the runner's) flushed them.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,8 +40,9 @@ from collectors.profile import GnmiProfile, load_profile
 from pipeline.bus.base import Topics
 from pipeline.config import BusSettings, KafkaSettings
 from pipeline.errors import BusError, ConfigError, DecodeError
-from pipeline.ingest.loop import dead_letter
 from pipeline.model import BatchBuilder
+from pipeline.wire.deadletter import DeadLetter, DeadLetters
+from pipeline.wire.items import parse_json
 from pipeline.retry import REPOLL, Backoff
 
 log = logging.getLogger("rocewatch.collectors.gnmic")
@@ -88,13 +90,10 @@ class EventDecoder:
         self.unmapped: dict[str, int] = {}
         self.bad_values = 0
 
-    def decode(self, data: bytes, into: BatchBuilder) -> int:
+    def decode(self, data: bytes | None, into: BatchBuilder) -> int:
         """Add the samples of one Kafka message; returns how many. Raises DecodeError when the
         message is not gnmic event JSON (nothing of it is added then)."""
-        try:
-            doc = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise DecodeError(f"not JSON: {exc}") from exc
+        doc = parse_json(data, "gnmic event message")
         events = doc if isinstance(doc, list) else [doc]
         rows: list[tuple[int, str, str, int, int, float, int]] = []
         for i, event in enumerate(events):
@@ -208,8 +207,10 @@ class GnmicKafkaCollector(Collector):
         bus = KafkaBus(BusSettings(kind="kafka", kafka=o.kafka))
         bus.ensure_topics([o.topic, topics.deadletter])
         consumer = bus.consumer([o.topic], o.group)
-        letters = bus.producer()
+        parked = bus.producer()
+        letters = DeadLetters(o.group, parked, topics.deadletter)
         builder = BatchBuilder()
+        decode = partial(self.decoder.decode, into=builder)
         polls = Backoff(REPOLL)
         self.started.set()
         try:
@@ -228,11 +229,8 @@ class GnmicKafkaCollector(Collector):
                 if not msgs:
                     continue
                 for msg in msgs:
-                    try:
-                        self.decoder.decode(msg.value, builder)
-                    except DecodeError as exc:
+                    if isinstance(letters.read(msg, decode), DeadLetter):
                         self.dead_letters += 1
-                        dead_letter(letters, topics, msg, f"DecodeError: {exc}"[:500])
                 if len(builder):
                     self.emit(builder.build())
                 self._flush_emitted()
@@ -244,7 +242,7 @@ class GnmicKafkaCollector(Collector):
                     log.warning("%s: offsets not committed: %s", self.instance, exc)
         finally:
             consumer.close()
-            letters.close()
+            parked.close()
             bus.close()
 
     def health(self) -> dict[str, Any]:

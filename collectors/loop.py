@@ -18,11 +18,11 @@ from collectors.base import Collector
 from collectors.exposition import HealthEndpoint
 from pipeline.bus.base import Producer, Topics
 from pipeline.config import PluginSpec
-from pipeline.ingest.loop import publish_batches
 from pipeline.model import SampleBatch
 from pipeline.registry import Registry
 from pipeline.retry import RetryPolicy
 from pipeline.stage import StageContext
+from pipeline.wire.publish import publish_batches
 from pipeline.supervisor import RESTART, Supervisor
 
 log = logging.getLogger("rocewatch.collectors")

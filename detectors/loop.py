@@ -1,10 +1,11 @@
 """The detect role's loop: samples topic → detection chain → alerts topic.
 
-It reads the samples topic in its own consumer group, decodes each message (a message that cannot
-be decoded is counted and skipped: it never stops the loop), feeds what one poll returned through
+It reads the samples topic in its own consumer group, decodes each message (what cannot be read,
+a whole message or some of its rows, goes to the dead-letter topic under the wire's one policy,
+:mod:`pipeline.wire.deadletter`, and never stops the loop), feeds what one poll returned through
 :class:`~detectors.chain.DetectionChain` as one step, publishes the alert state changes to the
-alerts topic as JSON (``pipeline.model.alerts_to_json``), and only then commits. The topology comes
-from the stage context; event time comes from the samples.
+alerts topic (:mod:`pipeline.wire.alerts`), and only then, its dead letters flushed, commits. The
+topology comes from the stage context; event time comes from the samples.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from detectors.chain import DetectionChain
 from detectors.settings import DetectionSettings
-from pipeline.bus.base import Consumer, Producer, Topics
-from pipeline.errors import DecodeError
-from pipeline.model import Alert, SampleBatch, alerts_to_json
+from pipeline.bus.base import Consumer, Message, Producer, Topics
+from pipeline.model import Alert, SampleBatch
 from pipeline.stage import StageContext
-from pipeline.wire.samples import decode_batch
+from pipeline.wire.alerts import encode_alerts
+from pipeline.wire.deadletter import DeadLetter, DeadLetters
+from pipeline.wire.samples import decode_samples
 
 log = logging.getLogger("rocewatch.detect")
 
@@ -32,31 +34,28 @@ class EngineStats:
     undecodable: int = 0
     published: int = 0
     last_step_s: float = 0.0
-    reasons: dict[str, int] = field(default_factory=dict)
 
 
 class Engine:
     """One detect consumer and its chain."""
 
     def __init__(self, consumer: Consumer, producer: Producer, topics: Topics,
-                 chain: DetectionChain, max_records: int = 2000) -> None:
+                 chain: DetectionChain, max_records: int = 2000, group: str = "detect") -> None:
         self.consumer = consumer
         self.producer = producer
         self.topics = topics
         self.chain = chain
         self.max_records = max_records
         self.stats = EngineStats()
+        self.letters = DeadLetters(group, producer, topics.deadletter)
 
-    def decode(self, value: bytes) -> SampleBatch | None:
-        try:
-            return decode_batch(value)
-        except DecodeError as exc:
+    def decode(self, msg: Message) -> SampleBatch | None:
+        """The good rows of a message (None when it had none); the rest is dead-lettered."""
+        decoded = self.letters.read_items(msg, decode_samples)
+        if isinstance(decoded, DeadLetter):
             self.stats.undecodable += 1
-            kind = str(exc).split(":")[0][:80]
-            if kind not in self.stats.reasons:
-                log.warning("skipping an undecodable samples message: %s", exc)
-            self.stats.reasons[kind] = self.stats.reasons.get(kind, 0) + 1
             return None
+        return decoded.items if len(decoded.items) else None
 
     def step(self, timeout_s: float = 0.5) -> int:
         """One poll → detect → publish → commit; returns the messages handled."""
@@ -64,9 +63,10 @@ class Engine:
         if not msgs:
             return 0
         t0 = time.perf_counter()
-        batches = [b for b in (self.decode(m.value) for m in msgs) if b is not None]
+        batches = [b for b in (self.decode(m) for m in msgs) if b is not None]
         changes = self.chain.observe(batches) if batches else []
         self.publish(changes)
+        self.letters.flush()
         self.consumer.commit()
         self.stats.messages += len(msgs)
         self.stats.last_step_s = time.perf_counter() - t0
@@ -75,12 +75,13 @@ class Engine:
     def publish(self, changes: list[Alert]) -> None:
         if not changes:
             return
-        self.producer.send(self.topics.alerts, alerts_to_json(changes), key=b"detect")
+        self.producer.send(self.topics.alerts, encode_alerts(changes), key=b"detect")
         self.producer.flush()
         self.stats.published += len(changes)
 
     def health(self) -> dict[str, Any]:
-        return {**asdict(self.stats), **self.chain.health()}
+        return {**asdict(self.stats), **self.chain.health(),
+                "dead_letters": asdict(self.letters.stats)}
 
     def close(self) -> None:
         self.consumer.close()
@@ -93,7 +94,7 @@ def run(ctx: StageContext, stop: threading.Event) -> None:
     ctx.bus.ensure_topics(ctx.topics.all())
     chain = DetectionChain(settings, ctx.topology)
     engine = Engine(ctx.bus.consumer([ctx.topics.samples], settings.group), ctx.bus.producer(),
-                    ctx.topics, chain)
+                    ctx.topics, chain, group=settings.group)
     ctx.health["detect"] = engine.health
     try:
         while not stop.is_set():

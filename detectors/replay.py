@@ -18,11 +18,12 @@ from collections.abc import Iterator
 import numpy as np
 
 from pipeline.bus.base import Bus
-from pipeline.errors import DecodeError, QueryError
+from pipeline.errors import QueryError
 from pipeline.metrics import METRIC_ID
 from pipeline.model import SampleBatch
 from pipeline.store.base import Store, literal
-from pipeline.wire.samples import decode_batch
+from pipeline.wire.deadletter import DeadLetter, DeadLetters
+from pipeline.wire.samples import decode_samples
 
 
 def store_batches(store: Store, start_ns: int, end_ns: int, window_s: float = 10.0,
@@ -67,9 +68,16 @@ def to_batch(cols: dict[str, np.ndarray]) -> SampleBatch:
 def topic_batches(bus: Bus, topic: str, idle_s: float = 5.0, end_ns: int | None = None,
                   decode_errors: list[str] | None = None) -> Iterator[SampleBatch]:
     """Every batch of a samples topic from its start (a fresh consumer group), until nothing new
-    arrives for ``idle_s`` or the batches pass ``end_ns``. Undecodable messages are skipped and
-    their reasons appended to ``decode_errors``."""
-    consumer = bus.consumer([topic], f"replay-{uuid.uuid4().hex[:8]}")
+    arrives for ``idle_s`` or the batches pass ``end_ns``. What cannot be read (whole messages,
+    or rows of a message whose other rows are replayed) follows the wire's one policy except that
+    a replay only reads: nothing is sent to the dead-letter topic (the live consumers parked it
+    when they first read it); each dead letter's origin and reason is appended to
+    ``decode_errors``."""
+    group = f"replay-{uuid.uuid4().hex[:8]}"
+    report = None if decode_errors is None else \
+        (lambda letter: decode_errors.append(letter.summary()))
+    letters = DeadLetters(group, listener=report)
+    consumer = bus.consumer([topic], group)
     try:
         quiet_since = time.monotonic()
         while time.monotonic() - quiet_since < idle_s:
@@ -77,12 +85,10 @@ def topic_batches(bus: Bus, topic: str, idle_s: float = 5.0, end_ns: int | None 
             if msgs:
                 quiet_since = time.monotonic()
             for msg in msgs:
-                try:
-                    batch = decode_batch(msg.value)
-                except DecodeError as exc:
-                    if decode_errors is not None:
-                        decode_errors.append(str(exc))
+                decoded = letters.read_items(msg, decode_samples)
+                if isinstance(decoded, DeadLetter):
                     continue
+                batch = decoded.items
                 if end_ns is not None and len(batch) and int(batch.ts_ns.min()) >= end_ns:
                     return
                 yield batch

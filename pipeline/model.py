@@ -6,12 +6,14 @@
   the metric has none). Every sample carries the device's event time in ``ts_ns``.
 * :class:`Alert` — a symptom or a root-cause incident, with Alertmanager's identity semantics.
 * :class:`ActionResult` — the audit record of every notification, drain and TE notice.
+
+How each travels on the bus is :mod:`pipeline.wire`'s (one module per topic).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -280,15 +282,3 @@ class ActionResult(BaseModel):
     steps: tuple[dict[str, Any], ...] = ()
     at_ns: int
 
-
-def alerts_to_json(alerts: Iterable[Alert]) -> bytes:
-    return b"[" + b",".join(a.model_dump_json().encode() for a in alerts) + b"]"
-
-
-def alerts_from_json(data: bytes) -> list[Alert]:
-    import json
-
-    try:
-        return [Alert.model_validate(item) for item in json.loads(data)]
-    except (ValueError, TypeError) as exc:
-        raise DecodeError(f"not a JSON list of alerts: {exc}") from exc

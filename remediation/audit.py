@@ -1,9 +1,9 @@
 """The audit trail: every notification and every runbook step becomes an
 :class:`~pipeline.model.ActionResult` on the actions topic (ingest stores it).
 
-Records are one JSON object per line (the ingest loop's format), keyed by target so a target's
-records stay in order. The recorder keeps the most recent records in memory for health output and
-tests; it never decides anything.
+Each record is a message of its own in the actions topic's format (:mod:`pipeline.wire.actions`),
+keyed by target so a target's records stay in order. The recorder keeps the most recent records
+in memory for health output and tests; it never decides anything.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pipeline.bus.base import Producer
 from pipeline.errors import BusError
 from pipeline.model import ActionResult
+from pipeline.wire.actions import action_key, encode_actions
 
 log = logging.getLogger("rocewatch.remediation.audit")
 
@@ -38,8 +39,8 @@ class Recorder:
                 return
             for result in batch:
                 try:
-                    self._producer.send(self._topic, result.model_dump_json().encode(),
-                                        key=result.target.encode())
+                    self._producer.send(self._topic, encode_actions([result]),
+                                        key=action_key(result))
                 except BusError as exc:  # the bus is down: say so loudly, keep the record here
                     self.failures += 1
                     log.error("cannot publish %s %s for %s: %s", result.action, result.outcome,

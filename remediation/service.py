@@ -6,8 +6,9 @@ Inputs: the alerts and commands topics (consumer group ``remediation``) and the 
 checks need). Alerts go straight to the lifecycle; runbook inputs (alerts, approvals, repairs,
 resume) go through a queue to the runbook job, so runbooks run on one thread and the slow I/O of
 a drain step never holds up notifications. Bad input (a garbage alert list, a malformed command,
-an undecodable sample batch) is counted, logged, answered where a person is waiting for it, and
-never stops the loop or loses the good messages around it.
+an undecodable sample batch) follows the wire's one policy (:mod:`pipeline.wire.deadletter`): it
+is parked on the dead-letter topic with its origin and reason, counted, answered where a person is
+waiting for it (a refused command), and never stops the loop or loses the good items around it.
 """
 
 from __future__ import annotations
@@ -21,15 +22,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from pipeline.bus.base import Bus, Message, Topics
-from pipeline.errors import ConfigError, DecodeError
-from pipeline.ingest.loop import dead_letter
-from pipeline.model import ActionOutcome, ActionResult, Alert, alerts_to_json
+from pipeline.errors import ConfigError
+from pipeline.model import ActionOutcome, ActionResult, Alert
 from pipeline.topology.model import Topology
+from pipeline.wire.alerts import decode_alerts, encode_alerts
 from pipeline.wire.commands import Command, ExpireSilence, Silence, decode_command
-from pipeline.wire.samples import decode_batch
+from pipeline.wire.deadletter import DeadLetter, DeadLetters
+from pipeline.wire.samples import decode_samples
 from remediation import state
 from remediation.alerting.assemble import Alerting, build_receivers
 from remediation.audit import Recorder
@@ -56,24 +56,6 @@ class RouterStats:
     bad_commands: int = 0
     sample_batches: int = 0
     bad_samples: int = 0
-
-
-def decode_alerts(data: bytes) -> tuple[list[Alert], list[str]]:
-    """A JSON list of alerts, item by item: the good ones, and what was wrong with the others."""
-    try:
-        raw = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return [], [f"not JSON: {exc}"]
-    items = raw if isinstance(raw, list) else [raw]
-    good, bad = [], []
-    for i, item in enumerate(items):
-        try:
-            good.append(Alert.model_validate(item))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "alert"
-            bad.append(f"item {i}: {where}: {first['msg']}")
-    return good, bad
 
 
 def lab_te_url(agents_file: str) -> str:
@@ -120,6 +102,8 @@ class Remediation:
         bus.ensure_topics(topics.all())
         self._alerts_in = bus.consumer([topics.alerts, topics.commands], GROUP)
         self._samples_in = bus.consumer([topics.samples], TELEMETRY_GROUP)
+        self.letters = DeadLetters(GROUP, self.producer, topics.deadletter)
+        self.telemetry_letters = DeadLetters(TELEMETRY_GROUP, self.producer, topics.deadletter)
         self.heartbeat = Heartbeat()
 
     def _switches(self) -> SwitchControl | None:
@@ -153,23 +137,25 @@ class Remediation:
             else:
                 self.on_command_message(msg)
         if msgs:
+            self.letters.flush()
             self._alerts_in.commit()
         batches = self._samples_in.poll(0.0 if msgs else timeout_s, max_records=200)
         for msg in batches:
             self.on_samples_message(msg)
         if batches:
+            self.telemetry_letters.flush()
             self._samples_in.commit()
         return len(msgs) + len(batches)
 
     def on_alerts_message(self, msg: Message) -> None:
-        alerts, problems = decode_alerts(msg.value)
+        decoded = self.letters.read_items(msg, decode_alerts)
         self.stats.alert_messages += 1
+        if isinstance(decoded, DeadLetter):
+            self.stats.bad_alerts += 1
+            return
+        alerts = decoded.items
         self.stats.alerts += len(alerts)
-        if problems:
-            self.stats.bad_alerts += len(problems)
-            log.warning("alerts %s[%d]@%d: %d bad item(s) skipped, %d kept: %s", msg.topic,
-                        msg.partition, msg.offset, len(problems), len(alerts),
-                        "; ".join(problems[:3]))
+        self.stats.bad_alerts += decoded.bad_count
         if not alerts:
             return
         for alert in alerts:
@@ -180,13 +166,11 @@ class Remediation:
         self.inbox.put(("alerts", alerts, now))
 
     def on_samples_message(self, msg: Message) -> None:
-        try:
-            batch = decode_batch(msg.value)
-        except DecodeError as exc:
+        decoded = self.telemetry_letters.read_items(msg, decode_samples)
+        if isinstance(decoded, DeadLetter):
             self.stats.bad_samples += 1
-            if self.stats.bad_samples <= 3:
-                log.warning("samples %s[%d]@%d: %s", msg.topic, msg.partition, msg.offset, exc)
             return
+        batch = decoded.items
         self.stats.sample_batches += 1
         if len(batch):
             self.clock.observe(int(batch.ts_ns.max()))
@@ -194,14 +178,13 @@ class Remediation:
 
     def on_command_message(self, msg: Message) -> None:
         now = self.clock.now_ns()
-        try:
-            command = decode_command(msg.value)
-        except DecodeError as exc:
+        command = self.letters.read(msg, decode_command)
+        if isinstance(command, DeadLetter):
             self.stats.bad_commands += 1
-            dead_letter(self.producer, self.topics, msg, str(exc)[:500])
             self.recorder.record(ActionResult(
                 action="command", target="remediation", mode=self.settings.mode,
-                outcome="refused", detail=f"command refused: {exc}"[:1000], at_ns=now))
+                outcome="refused", detail=f"command refused: {command.reason}"[:1000],
+                at_ns=now))
             return
         if command.id in self._seen_commands:
             return  # delivered twice
@@ -236,7 +219,7 @@ class Remediation:
     def page(self, alert: Alert) -> None:
         """Remediation's own alerts go through the lifecycle and onto the alerts topic."""
         self.alerting.ingest([alert], max(alert.updated_at_ns, self.clock.now_ns()))
-        self.producer.send(self.topics.alerts, alerts_to_json([alert]), key=b"remediation")
+        self.producer.send(self.topics.alerts, encode_alerts([alert]), key=b"remediation")
 
     # -- the heartbeat's jobs ------------------------------------------------------------------
 
@@ -296,6 +279,8 @@ class Remediation:
     def health(self) -> dict[str, Any]:
         d = self.drainer
         return {**asdict(self.stats), **self.alerting.stats(),
+                "dead_letters": {GROUP: asdict(self.letters.stats),
+                                 TELEMETRY_GROUP: asdict(self.telemetry_letters.stats)},
                 "watermark_ns": self.clock.watermark_ns,
                 "runs_active": {t: str(r.phase) for t, r in d.active.items()} if d else {},
                 "halted": d.halted if d else None, "audit_publish_failures":

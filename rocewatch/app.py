@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.bus.base import Bus, MemoryBus, Topics
+from pipeline.bus.base import Bus, Topics
+from pipeline.bus.memory import MemoryBus
 from pipeline.errors import ConfigError
 from pipeline.stage import StageContext, StageLoop
 from pipeline.store.base import Store, open_store

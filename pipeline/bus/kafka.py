@@ -136,7 +136,7 @@ class KafkaProducer:
             if self._failed is None:
                 self._failed = exc
 
-    def send(self, topic: str, value: bytes, key: bytes | None = None) -> None:
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None) -> None:
         try:
             future = self._producer.send(topic, value=value, key=key)
         except (KafkaError, AssertionError, OSError) as exc:

@@ -4,8 +4,10 @@ It reads the samples, alerts and actions topics as one consumer group, decodes e
 inserts what it gathered, and only then commits that batch's own offsets. A crash between insert
 and commit redelivers the messages; the store collapses the repeat (samples are keyed by series
 and event time), so nothing acknowledged is lost and nothing is doubled. A message that cannot be
-decoded goes to the dead-letter topic with the reason, durably before its offset is committed,
-and never stops the loop.
+read goes to the dead-letter topic with its origin and the reason, durably before its offset is
+committed, and never stops the loop; a message of which only some items are bad (alerts, action
+records, sample rows) has its good items stored and its bad ones dead-lettered
+(:mod:`pipeline.wire.deadletter`).
 
 The loop gathers the next batch while up to ``inflight`` earlier ones are inserted by helper
 threads, and commits batches strictly in order, each once it and all before it are stored. A
@@ -18,24 +20,24 @@ rollup job (:mod:`pipeline.store.rollup.job`).
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 
-from pipeline.bus.base import Bus, Message, Producer, Topics
-from pipeline.errors import BusError, DecodeError, StoreError
-from pipeline.model import ActionResult, Alert, SampleBatch, alerts_from_json
+from pipeline.bus.base import Bus, Message, Topics
+from pipeline.errors import BusError, StoreError
+from pipeline.model import ActionResult, Alert, SampleBatch
 from pipeline.retry import REPOLL, Backoff, RetryPolicy
 from pipeline.stage import StageContext
 from pipeline.store.base import Store
 from pipeline.store.rollup.clock import PartitionClock
-from pipeline.wire.publish import publish_batches
-from pipeline.wire.samples import decode_batch
+from pipeline.wire.actions import decode_actions
+from pipeline.wire.alerts import decode_alerts
+from pipeline.wire.deadletter import DeadLetter, DeadLetters, DeadLetterStats
+from pipeline.wire.samples import decode_samples
 
-__all__ = ["Ingest", "IngestStats", "dead_letter", "publish_batches", "run"]
+__all__ = ["Ingest", "IngestStats", "run"]
 
 log = logging.getLogger("rocewatch.ingest")
 #: finishing a gathered batch after a store or bus failure (nothing is committed meanwhile)
@@ -50,13 +52,13 @@ class IngestStats:
     samples: int = 0
     alerts: int = 0
     actions: int = 0
-    dead_letters: int = 0
     inserts: int = 0
     store_errors: int = 0
     bus_errors: int = 0
     commit_failures: int = 0
     last_insert_s: float = 0.0
-    dead_letter_reasons: dict[str, int] = field(default_factory=dict)
+    #: what could not be read (the dead-letter topic has each message, its origin and why)
+    dead_letters: DeadLetterStats = field(default_factory=DeadLetterStats)
 
 
 @dataclass
@@ -72,16 +74,6 @@ class _Pending:
     error: BusError | None = None
     #: the event time every partition had reached once this was gathered (for the rollups)
     event_ns: int | None = None
-
-
-def dead_letter(producer: Producer, topics: Topics, msg: Message, reason: str) -> None:
-    """Park an undecodable message, with where it came from and why, on the dead-letter topic."""
-    envelope = {
-        "topic": msg.topic, "partition": msg.partition, "offset": msg.offset,
-        "reason": reason, "key": msg.key.decode(errors="replace") if msg.key else None,
-        "value_b64": base64.b64encode(msg.value).decode(),
-    }
-    producer.send(topics.deadletter, json.dumps(envelope).encode(), key=msg.key)
 
 
 class Ingest:
@@ -100,29 +92,27 @@ class Ingest:
         bus.ensure_topics(topics.all())
         self._consumer = bus.consumer([topics.samples, topics.alerts, topics.actions], group)
         self._producer = bus.producer()
+        self.letters = DeadLetters(group, self._producer, topics.deadletter)
+        self.stats.dead_letters = self.letters.stats
 
     def _decode(self, msg: Message, into: _Pending) -> None:
-        try:
-            if msg.topic == self.topics.samples:
-                batch = decode_batch(msg.value)
+        """Add what a message holds to ``into``; what cannot be read is dead-lettered (the
+        producer is flushed before the commit, in :meth:`finish`)."""
+        if msg.topic == self.topics.samples:
+            samples = self.letters.read_items(msg, decode_samples)
+            if not isinstance(samples, DeadLetter) and len(samples.items):
+                batch = samples.items
                 into.samples.append(batch)
                 into.rows += len(batch)
                 self.clock.saw(msg.topic, msg.partition, batch.ts_ns)
-            elif msg.topic == self.topics.alerts:
-                into.alerts.extend(alerts_from_json(msg.value))
-            elif msg.topic == self.topics.actions:
-                into.actions.extend(
-                    ActionResult.model_validate_json(line) for line in msg.value.splitlines()
-                    if line.strip())
-        except (DecodeError, ValueError) as exc:
-            reason = f"{type(exc).__name__}: {exc}"[:500]
-            kind = reason.split(":")[0]
-            if kind not in self.stats.dead_letter_reasons:
-                log.warning("dead-lettering %s[%d]@%d: %s", msg.topic, msg.partition,
-                            msg.offset, reason)
-            self.stats.dead_letter_reasons[kind] = self.stats.dead_letter_reasons.get(kind, 0) + 1
-            self.stats.dead_letters += 1
-            dead_letter(self._producer, self.topics, msg, reason)
+        elif msg.topic == self.topics.alerts:
+            alerts = self.letters.read_items(msg, decode_alerts)
+            if not isinstance(alerts, DeadLetter):
+                into.alerts.extend(alerts.items)
+        elif msg.topic == self.topics.actions:
+            actions = self.letters.read_items(msg, decode_actions)
+            if not isinstance(actions, DeadLetter):
+                into.actions.extend(actions.items)
 
     def gather(self, stop: threading.Event | None = None) -> _Pending:
         pending = _Pending()

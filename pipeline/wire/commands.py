@@ -4,8 +4,10 @@ record a repair, add or expire a silence, resume automation after a halt.
 
 One JSON object per message (``kind`` says which), keyed by ``target`` when there is one. The UI
 publishes them; the router applies them on event time and answers each with an audit record
-(``action: command``), so a person sees whether their command took. A message that does not
-decode is refused with the reason and never stops the loop.
+(``action: command``), so a person sees whether their command took. A message holds one command,
+so it is the message's only item (:mod:`pipeline.wire.items`): a value that is not a valid command
+raises :class:`~pipeline.errors.DecodeError` with the reason; remediation refuses it (an audit
+record and a dead letter) and goes on.
 
 Example::
 
@@ -15,7 +17,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Annotated, Literal
 
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from pipeline.errors import ConfigError, DecodeError
 from pipeline.matchers import parse_matchers
+from pipeline.wire.items import describe, parse_object
 
 VERSION = 1
 
@@ -99,27 +101,15 @@ Command = Annotated[Approve | Reject | Repair | Silence | ExpireSilence | Resume
 _ADAPTER: TypeAdapter[Command] = TypeAdapter(Command)
 
 
-def decode_command(data: bytes) -> Command:
+def decode_command(value: bytes | None) -> Command:
     """Parse one command message; DecodeError says what is wrong with it."""
-    try:
-        raw = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DecodeError(f"command is not JSON: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise DecodeError(f"command must be a JSON object, not {type(raw).__name__}")
+    raw = parse_object(value, "command")
     try:
         return _ADAPTER.validate_python(raw)
     except ValidationError as exc:
         kind = raw.get("kind")
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in _unwrap(e['loc'], kind)) or 'command'}: {e['msg']}"
-            for e in exc.errors())
-        raise DecodeError(f"bad {raw.get('kind', 'command')!s} command: {problems}") from None
-
-
-def _unwrap(loc: tuple[int | str, ...], kind: object) -> tuple[int | str, ...]:
-    """Drop the union's tag from an error location (``approve.target`` → ``target``)."""
-    return loc[1:] if loc and loc[0] == kind else loc
+        raise DecodeError(f"bad {kind[:40] if isinstance(kind, str) else 'command'} command: "
+                          f"{describe(exc, tag=kind)}") from None
 
 
 def encode_command(command: Command) -> bytes:

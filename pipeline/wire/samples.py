@@ -23,7 +23,13 @@ Layout of version 2 (all integers little-endian; ``docs/bus-encoding.md`` has th
 Version 1 is the same without any padding (columns right after the vocabularies); it is still
 decoded. Decoding copies nothing but the vocabulary: columns are numpy views over the message
 bytes, aligned for version 2 (a misaligned view is slower to read and makes Arrow warn, and copy,
-when chDB takes it). Bad bytes raise :class:`~pipeline.errors.DecodeError` naming what was wrong.
+when chDB takes it).
+
+The rows are the message's items (:mod:`pipeline.wire.items`): bytes that do not hold a batch
+(a tombstone, a short or long message, a wrong magic, an unknown version, non-zero padding,
+vocabularies that are not UTF-8) raise :class:`~pipeline.errors.DecodeError`; rows whose device or
+port code is outside the batch's vocabularies, or whose metric code is outside this consumer's
+catalog (a newer producer's metric), are dropped and reported, and the other rows are kept.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ import struct
 import numpy as np
 
 from pipeline.errors import DecodeError
+from pipeline.metrics import CATALOG
 from pipeline.model import SampleBatch
+from pipeline.wire.items import BadItem, Decoded, present
 
 MAGIC = b"RWSB"
 VERSION = 2
@@ -90,9 +98,10 @@ def encode_batch(batch: SampleBatch) -> bytes:
     return b"".join(parts)
 
 
-def decode_batch(data: bytes) -> SampleBatch:
-    """Parse bytes written by :func:`encode_batch` (version 1 or 2); validates sizes, padding,
-    codes and the catalog."""
+def decode_samples(value: bytes | None) -> Decoded[SampleBatch]:
+    """Parse a message written by :func:`encode_batch` (version 1 or 2): the batch of its good
+    rows, and the bad ones with their reasons. DecodeError when the bytes hold no batch."""
+    data = present(value, "sample batch")
     if len(data) < _HEADER.size:
         raise DecodeError(f"sample batch too short: {len(data)} bytes")
     magic, version, n, dev_len, port_len = _HEADER.unpack_from(data)
@@ -122,4 +131,35 @@ def decode_batch(data: bytes) -> SampleBatch:
         size = np.dtype(dtype).itemsize * n
         cols[name] = np.frombuffer(buf[start:start + size], dtype=dtype)
         pos = start + size
-    return SampleBatch(devices=devices, ports=ports, **cols).validate()
+    return _good_rows(SampleBatch(devices=devices, ports=ports, **cols))
+
+
+def decode_batch(value: bytes | None) -> SampleBatch:
+    """The whole batch of a message, or DecodeError if it holds no batch or any bad row (for
+    code that holds a message it wrote: tests, tools; consumers of the bus use
+    :func:`decode_samples` through :class:`~pipeline.wire.deadletter.DeadLetters`)."""
+    return decode_samples(value).whole("sample batch")
+
+
+def _good_rows(batch: SampleBatch) -> Decoded[SampleBatch]:
+    """The rows whose codes point into the vocabularies and the catalog; the others reported, by
+    their first fault."""
+    checks = ((batch.device, len(batch.devices), "device code {} is outside the batch's {} "
+               "device names"),
+              (batch.port, len(batch.ports), "port code {} is outside the batch's {} port names"),
+              (batch.metric, len(CATALOG), "metric code {} is not in this consumer's catalog of "
+               "{} metrics"))
+    if not len(batch) or all(int(col.min()) >= 0 and int(col.max()) < limit
+                             for col, limit, _ in checks):
+        return Decoded(batch)
+    dropped = np.zeros(len(batch), dtype=bool)
+    bad = []
+    for col, limit, reason in checks:
+        out = ((col < 0) | (col >= limit)) & ~dropped
+        rows = np.flatnonzero(out)
+        if len(rows):
+            first = int(rows[0])
+            bad.append(BadItem(index=first, count=len(rows),
+                               reason=reason.format(int(col[first]), limit)))
+            dropped |= out
+    return Decoded(batch.take(~dropped), tuple(bad))

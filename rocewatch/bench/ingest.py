@@ -88,7 +88,7 @@ def make_batches(samples: int, batch_rows: int, devices: int, interval_s: float 
 def produce(bus_settings: BusSettings, topics: Topics, batches: list[SampleBatch]) -> float:
     """Fill the samples topic; returns the seconds it took."""
     from pipeline.bus.kafka import KafkaBus
-    from pipeline.ingest.loop import publish_batches
+    from pipeline.wire.publish import publish_batches
 
     bus = KafkaBus(bus_settings)
     bus.ensure_topics(topics.all())

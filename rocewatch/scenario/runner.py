@@ -25,11 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.bus.base import Consumer, MemoryBus, Topics
+from pipeline.bus.base import Consumer, Topics
+from pipeline.bus.memory import MemoryBus
 from pipeline.config import merge, read_yaml
-from pipeline.errors import DecodeError, StoreError
-from pipeline.model import ActionResult, Alert, Severity, alerts_from_json
+from pipeline.errors import StoreError
+from pipeline.model import ActionResult, Alert, Severity
 from pipeline.topology.model import Topology
+from pipeline.wire.actions import decode_actions
+from pipeline.wire.alerts import decode_alerts
+from pipeline.wire.deadletter import DeadLetter, DeadLetters
 from rocewatch.scenario.scoring import score
 
 log = logging.getLogger("rocewatch.scenario.runner")
@@ -43,19 +47,24 @@ class Gathered:
 
     alerts: list[Alert] = field(default_factory=list)
     actions: list[ActionResult] = field(default_factory=list)
-    undecodable: int = 0
+    #: what the report could not read (the platform's own consumers dead-lettered it)
+    letters: DeadLetters = field(default_factory=lambda: DeadLetters("scenario-report"))
+
+    @property
+    def undecodable(self) -> int:
+        return self.letters.stats.parked
 
     def take(self, consumer: Consumer, topics: Topics, timeout_s: float = 0.2) -> int:
         msgs = consumer.poll(timeout_s=timeout_s, max_records=5000)
         for msg in msgs:
-            try:
-                if msg.topic == topics.alerts:
-                    self.alerts.extend(alerts_from_json(msg.value))
-                elif msg.topic == topics.actions:
-                    self.actions.extend(ActionResult.model_validate_json(line)
-                                        for line in msg.value.splitlines() if line.strip())
-            except (DecodeError, ValueError):
-                self.undecodable += 1
+            if msg.topic == topics.alerts:
+                alerts = self.letters.read_items(msg, decode_alerts)
+                if not isinstance(alerts, DeadLetter):
+                    self.alerts.extend(alerts.items)
+            elif msg.topic == topics.actions:
+                actions = self.letters.read_items(msg, decode_actions)
+                if not isinstance(actions, DeadLetter):
+                    self.actions.extend(actions.items)
         if msgs:
             consumer.commit()
         return len(msgs)

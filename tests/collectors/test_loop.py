@@ -18,7 +18,8 @@ from pygnmi.spec.v080 import gnmi_pb2 as pb
 
 from collectors import loop as runner
 from collectors.base import Collector, Emit
-from pipeline.bus.base import MemoryBus, Topics
+from pipeline.bus.base import Topics
+from pipeline.bus.memory import MemoryBus
 from pipeline.config import PluginSpec
 from pipeline.errors import CollectorError
 from pipeline.registry import Registry

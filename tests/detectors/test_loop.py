@@ -8,9 +8,11 @@ from detectors.chain import DetectionChain
 from detectors.lifecycle import AlertBook
 from detectors.loop import Engine, run
 from detectors.settings import DetectionSettings
-from pipeline.bus.base import MemoryBus, Topics
-from pipeline.model import Alert, alerts_from_json
+from pipeline.bus.base import Topics
+from pipeline.bus.memory import MemoryBus
+from pipeline.model import Alert
 from pipeline.stage import StageContext
+from pipeline.wire.alerts import decode_alerts
 from pipeline.wire.samples import encode_batch
 from tests.detectors.conftest import Feed, at_s, small
 
@@ -58,7 +60,7 @@ def test_engine_skips_garbage_and_publishes_alert_changes():
     while engine.step(timeout_s=0.05):
         pass
     assert engine.stats.undecodable == 1
-    published = [a for m in reader.poll(0.2, 1000) for a in alerts_from_json(m.value)]
+    published = [a for m in reader.poll(0.2, 1000) for a in decode_alerts(m.value).items]
     storm = [a for a in published if a.name == "pfc_storm"]
     assert storm and storm[0].entity == "host4" and at_s(storm[0].updated_at_ns) == 5.0
 

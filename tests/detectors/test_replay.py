@@ -9,7 +9,8 @@ from click.testing import CliRunner
 from detectors.chain import DetectionChain
 from detectors.replay import store_batches, topic_batches
 from detectors.settings import DetectionSettings
-from pipeline.bus.base import MemoryBus, Topics
+from pipeline.bus.base import Topics
+from pipeline.bus.memory import MemoryBus
 from pipeline.model import SampleBatch
 from pipeline.wire.samples import encode_batch
 from tests.detectors.conftest import EPOCH, STUCK, Feed, small

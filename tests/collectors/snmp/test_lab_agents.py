@@ -14,7 +14,8 @@ import pytest
 from collectors import loop as runner
 from collectors.snmp.collector import SnmpCollector, SnmpOptions
 from lab.runtime import Lab
-from pipeline.bus.base import MemoryBus, Topics
+from pipeline.bus.base import Topics
+from pipeline.bus.memory import MemoryBus
 from pipeline.config import PluginSpec
 from pipeline.model import FLAG_COUNTER32, FLAG_RESET
 from pipeline.stage import StageContext

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.bus.base import Bus, Consumer, MemoryBus, Message
+from pipeline.bus.base import Bus, Consumer, Message
+from pipeline.bus.memory import MemoryBus
 from pipeline.config import BusSettings, KafkaSettings
 from pipeline.errors import BusError
 

@@ -27,9 +27,10 @@ import pytest
 import yaml
 
 from pipeline.bus.base import Topics
-from pipeline.ingest.loop import Ingest, publish_batches
+from pipeline.ingest.loop import Ingest
 from pipeline.model import SampleBatch
 from pipeline.store.base import Store
+from pipeline.wire.publish import publish_batches
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
 import time
 from typing import Any
@@ -11,11 +9,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.bus.base import MemoryBus, Topics
+from pipeline.bus.base import Topics
+from pipeline.bus.memory import MemoryBus
 from pipeline.errors import StoreError
-from pipeline.ingest.loop import Ingest, publish_batches
-from pipeline.model import ActionResult, SampleBatch, alerts_to_json
+from pipeline.ingest.loop import Ingest
+from pipeline.model import ActionResult, SampleBatch
 from pipeline.store.base import Store
+from pipeline.wire.actions import encode_actions
+from pipeline.wire.alerts import encode_alerts
+from pipeline.wire.deadletter import decode_dead_letter
+from pipeline.wire.publish import publish_batches
 from pipeline.wire.samples import decode_batch, encode_batch
 
 
@@ -53,7 +56,7 @@ def test_batches_reach_the_store_and_are_committed(bus: MemoryBus, topics: Topic
     while ingest.step():
         pass
     assert count_final(chdb_store) == len(batch)
-    assert ingest.stats.samples == len(batch) and ingest.stats.dead_letters == 0
+    assert ingest.stats.samples == len(batch) and ingest.stats.dead_letters.parked == 0
     ingest.close()
     again = Ingest(bus, chdb_store, topics, max_wait_s=0.2)
     assert again.step() == 0, "committed messages came back"
@@ -66,6 +69,7 @@ def test_garbage_goes_to_the_dead_letter_topic_and_the_rest_goes_on(
     ingest = Ingest(bus, chdb_store, topics, max_wait_s=0.2)
     producer = bus.producer()
     producer.send(topics.samples, b"not a batch", key=b"leaf9")
+    producer.send(topics.samples, None, key=b"leaf8")  # a tombstone
     publish_batches(producer, topics, per_device(batch))
     producer.send(topics.alerts, b"[{\"name\": 1}]")
     producer.send(topics.actions, b"{oops")
@@ -74,15 +78,21 @@ def test_garbage_goes_to_the_dead_letter_topic_and_the_rest_goes_on(
     while ingest.step():
         pass
     assert count_final(chdb_store) == len(batch)
-    assert ingest.stats.dead_letters == 4
-    letters = [json.loads(m.value) for m in watcher.poll(timeout_s=1.0)]
-    assert len(letters) == 4
-    by_topic = {(d["topic"], d["reason"].split(":")[0]) for d in letters}
-    assert by_topic == {("t.samples", "DecodeError"), ("t.alerts", "DecodeError"),
-                        ("t.actions", "ValidationError")}
-    first = next(d for d in letters if d["key"] == "leaf9")
-    assert base64.b64decode(first["value_b64"]) == b"not a batch"
-    assert "not a sample batch" in first["reason"] or "too short" in first["reason"]
+    assert ingest.stats.dead_letters.parked == 5
+    letters = [decode_dead_letter(m.value) for m in watcher.poll(timeout_s=1.0)]
+    assert len(letters) == 5 and {d.group for d in letters} == {"ingest"}
+    assert sorted(d.topic for d in letters) == ["t.actions", "t.alerts"] + ["t.samples"] * 3
+    tombstone = next(d for d in letters if d.key == "leaf8")
+    assert tombstone.value() is None and "tombstone" in tombstone.reason
+    first = next(d for d in letters if d.key == "leaf9")
+    assert first.value() == b"not a batch" and "too short" in first.reason
+    truncated = next(d for d in letters if d.key == "leaf0")
+    assert "should be" in truncated.reason and truncated.value() == good[:-3]
+    alert = next(d for d in letters if d.topic == "t.alerts")
+    assert alert.kept == 0 and [i.index for i in alert.items] == [0]
+    assert "name: Input should be a valid string" in alert.items[0].reason
+    action = next(d for d in letters if d.topic == "t.actions")
+    assert "not JSON" in action.items[0].reason
     ingest.close()
 
 
@@ -147,8 +157,8 @@ def test_alerts_and_actions_are_ingested(bus: MemoryBus, topics: Topics,
     alert = Alert(name="PfcStorm", entity="leaf0:Ethernet0", starts_at_ns=now, updated_at_ns=now)
     action = ActionResult(action="notify", target="oncall", outcome="done", at_ns=now)
     producer = bus.producer()
-    producer.send(topics.alerts, alerts_to_json([alert]))
-    producer.send(topics.actions, action.model_dump_json().encode() + b"\n")
+    producer.send(topics.alerts, encode_alerts([alert]))
+    producer.send(topics.actions, encode_actions([action]) + b"\n")
     ingest = Ingest(bus, chdb_store, topics, max_wait_s=0.2)
     while ingest.step():
         pass
@@ -220,7 +230,7 @@ def test_the_rollups_go_by_the_slowest_partition(bus: MemoryBus, topics: Topics,
                                                  chdb_store: Store, batch_factory: Any) -> None:
     """Marks carry the event time every partition has reached, not the newest sample: a device
     far ahead of the others does not complete buckets the others are still filling."""
-    from pipeline.bus.base import partition_for
+    from pipeline.bus.memory import partition_for
     from pipeline.store.rollup.sql import floor_to
 
     ns, minute = 1_000_000_000, 60_000_000_000

@@ -62,7 +62,7 @@ def _good(batch_factory: Any) -> bytes:
     (lambda b: b[:4] + bytes([9]) + b[5:], "version 9"),
     (lambda b: b[:-1], "should be"),
     (lambda b: b + b"\0", "should be"),
-    (lambda b: b"", "too short"),
+    (lambda b: b"", "empty"),
 ])
 def test_garbage_is_a_decode_error(batch_factory: Any, mangle: Any, match: str) -> None:
     with pytest.raises(DecodeError, match=match):
@@ -93,7 +93,7 @@ def test_codes_outside_the_vocabularies_or_catalog_are_refused() -> None:
         decode_batch(_with(_cols(device=[1])))
     with pytest.raises(DecodeError, match="port code"):
         decode_batch(_with(_cols(port=[-1])))
-    with pytest.raises(DecodeError, match="not in the catalog"):
+    with pytest.raises(DecodeError, match="not in this consumer's catalog"):
         decode_batch(_with(_cols(metric=[len(CATALOG)])))
     with pytest.raises(DecodeError, match="UTF-8"):
         decode_batch(_with(_cols(), devices=b"\xff\xfe"))

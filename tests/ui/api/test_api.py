@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from pipeline.bus.base import MemoryBus, Topics
+from pipeline.bus.base import Topics
+from pipeline.bus.memory import MemoryBus
 from pipeline.store.base import Columns
 from pipeline.wire.commands import decode_command
 from tests.ui.conftest import FabricStore, fabric_query

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from pipeline.bus.base import MemoryBus, Topics
+from pipeline.bus.base import Topics
+from pipeline.bus.memory import MemoryBus
 from pipeline.config import ApiSettings
 from pipeline.errors import ConfigError, StoreError
 from pipeline.stage import StageContext
