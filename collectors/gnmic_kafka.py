@@ -41,9 +41,9 @@ from pipeline.bus.base import Topics
 from pipeline.config import BusSettings, KafkaSettings
 from pipeline.errors import BusError, ConfigError, DecodeError
 from pipeline.model import BatchBuilder
+from pipeline.retry import REPOLL, Backoff
 from pipeline.wire.deadletter import DeadLetter, DeadLetters
 from pipeline.wire.items import parse_json
-from pipeline.retry import REPOLL, Backoff
 
 log = logging.getLogger("rocewatch.collectors.gnmic")
 

@@ -22,8 +22,8 @@ from pipeline.model import SampleBatch
 from pipeline.registry import Registry
 from pipeline.retry import RetryPolicy
 from pipeline.stage import StageContext
-from pipeline.wire.publish import publish_batches
 from pipeline.supervisor import RESTART, Supervisor
+from pipeline.wire.publish import publish_batches
 
 log = logging.getLogger("rocewatch.collectors")
 
