@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from pipeline.config import PluginSpec, Strict
+from pipeline.config import Duration, PluginSpec, Strict
 
 
 class CorrelatorSettings(Strict):
@@ -24,5 +24,5 @@ class DetectionSettings(Strict):
     #: no rate across an interval longer than this many times the series' cadence
     gap_factor: float = Field(2.5, gt=1.0)
     #: a firing alert's evidence is re-published at most this often (event-time seconds)
-    update_every_s: float = Field(10.0, gt=0)
+    update_every_s: Duration = Field(10.0, gt=0)
     correlator: CorrelatorSettings = CorrelatorSettings()

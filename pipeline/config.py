@@ -6,6 +6,12 @@ One YAML file configures a deployment. Unknown keys are errors that name their k
 ``ROCEWATCH_STORE__CLICKHOUSE__PASSWORD=...`` or ``ROCEWATCH_BUS__KIND=kafka``. Secrets belong
 there, never in the file. Stage sections (collectors, detectors, remediation) are declared by the
 stages; :mod:`rocewatch.settings` composes the whole model.
+
+Durations and instants in the file are written in the one grammar of :mod:`pipeline.times`
+(``docs/time.md``): a :data:`Duration` field takes ``90s``, ``1h30m``, ``250ms`` or a bare number of
+seconds and holds float seconds; an :data:`Instant` field takes RFC 3339 with a zone,
+``@<Unix seconds>`` or ns and holds ns (the file has no clock: ``now-...`` is refused there).
+Fields named ``*_ms`` are Kafka's own integer milliseconds.
 """
 
 from __future__ import annotations
@@ -13,16 +19,38 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_core import PydanticCustomError
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, QueryError
+from pipeline.times import duration_seconds, parse_instant
 
 ENV_PREFIX = "ROCEWATCH_"
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def _duration(value: object) -> float:
+    try:
+        return duration_seconds(value)
+    except QueryError as exc:
+        raise PydanticCustomError("duration", "{reason}", {"reason": str(exc)}) from None
+
+
+def _instant(value: object) -> int:
+    try:
+        return parse_instant(value, None)
+    except QueryError as exc:
+        raise PydanticCustomError("instant", "{reason}", {"reason": str(exc)}) from None
+
+
+#: a duration in the config file (``90s``, ``1h30m``, ``250ms``, or bare seconds), held as seconds
+Duration = Annotated[float, BeforeValidator(_duration)]
+#: an instant in the config file (RFC 3339 with a zone, ``@<Unix seconds>``, ns), held as ns
+Instant = Annotated[int, BeforeValidator(_instant)]
 
 
 class Strict(BaseModel):
@@ -102,8 +130,8 @@ class ClickHouseSettings(Strict):
     #: on servers older than 20.5, store identifiers as LowCardinality(String) under the
     #: experimental setting (else as plain String)
     legacy_low_cardinality: bool = True
-    connect_timeout_s: float = Field(10.0, gt=0)
-    send_receive_timeout_s: float = Field(300.0, gt=0)
+    connect_timeout_s: Duration = Field(10.0, gt=0)
+    send_receive_timeout_s: Duration = Field(300.0, gt=0)
 
 
 class StoreSettings(Strict):
@@ -116,17 +144,17 @@ class StoreSettings(Strict):
     rollup_1m_days: int = Field(90, ge=1)
     rollup_1h_days: int = Field(730, ge=1)
     #: how often the retention job drops expired partitions (servers without TTL)
-    retention_check_s: float = Field(3600.0, gt=0)
+    retention_check_s: Duration = Field(3600.0, gt=0)
     #: keep the 1-minute and 1-hour rollups, rolled in bulk by a scheduled job in the ingest
     #: role (pipeline/store/rollup/job.py); off, long ranges read the raw samples
     rollups: bool = True
     #: a bucket is rolled once the data's event time is this far past its end
-    rollup_lateness_s: float = Field(30.0, ge=0)
+    rollup_lateness_s: Duration = Field(30.0, ge=0)
     #: how often (wall clock) the rollup job looks for complete buckets and late samples
-    rollup_every_s: float = Field(2.0, gt=0)
+    rollup_every_s: Duration = Field(2.0, gt=0)
     #: late samples re-roll their buckets while at most this far (event time) behind the
     #: newest data; later ones stay in the raw samples only
-    rollup_max_late_s: float = Field(86400.0, gt=0)
+    rollup_max_late_s: Duration = Field(86400.0, gt=0)
     clickhouse: ClickHouseSettings = ClickHouseSettings()
 
 
@@ -143,7 +171,7 @@ class DashboardSettings(Strict):
     host: str = "127.0.0.1"
     port: int = Field(8501, ge=0, le=65535)
     api_url: str = ""
-    refresh_s: float = Field(2.0, gt=0)
+    refresh_s: Duration = Field(2.0, gt=0)
 
 
 def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from pipeline.config import Strict, merge, read_yaml, validate
+from pipeline.config import Duration, Strict, merge, read_yaml, validate
 from pipeline.errors import ConfigError
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
@@ -81,7 +81,7 @@ class SnmpAuth(Strict):
     priv_protocol: Literal["des", "3des", "aes", "aes192", "aes256"] = "aes"
     priv_key_env: str = Field("", pattern=_ENV)
     context: str = ""
-    timeout_s: float = Field(1.0, gt=0)
+    timeout_s: Duration = Field(1.0, gt=0)
     retries: int = Field(2, ge=0, le=10)
     max_repetitions: int = Field(50, ge=1, le=1000)
     #: columns asked for in one GETBULK (agents answer a bounded number of varbinds, so fewer
@@ -108,7 +108,7 @@ class Target(Strict):
     address: str = Field(pattern=r"^.+:\d{1,5}$")
     protocol: Literal["gnmi", "snmp"]
     profile: str
-    sample_interval_s: float = Field(10.0, gt=0)
+    sample_interval_s: Duration = Field(10.0, gt=0)
     #: device seconds per wall second: 1 for real devices, the lab's speed for simulated ones
     clock_rate: float = Field(1.0, gt=0)
     labels: Labels = Labels()

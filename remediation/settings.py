@@ -1,55 +1,31 @@
 """The ``remediation`` section of the config: mode, receivers, the routing tree, inhibit rules,
 static silences, the clock, the guards and the runbooks' knobs.
 
-Durations are written the Alertmanager way (``30s``, ``5m``, ``4h``, ``1h30m``, ``250ms``) or as
-plain seconds. Cross-references are checked here: every receiver a route names exists, every
-matcher parses, every silence ends after it starts. Secrets (TE token, gNMI password, receiver
+Durations and times are written in the platform's one grammar (:mod:`pipeline.times`,
+``docs/time.md``): ``30s``, ``5m``, ``4h``, ``1h30m``, ``250ms`` or plain seconds; silences' times
+as RFC 3339 with a zone. Cross-references are checked here: every receiver a route names exists,
+every matcher parses, every silence ends after it starts. Secrets (TE token, gNMI password, receiver
 keys) come from ``ROCEWATCH_REMEDIATION__...`` environment variables, never from the file.
 """
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
-from pipeline.config import PluginSpec, Strict
+from pipeline.config import Duration, Instant, PluginSpec, Strict
 from pipeline.errors import ConfigError
 from pipeline.matchers import parse_matchers
+
+__all__ = [  # Duration is pipeline.config's, named here for the receivers' options
+    "MODE_ORDER", "ClockSettings", "DrainSettings", "Duration", "GnmiSettings", "GuardSettings",
+    "InhibitRule", "Mode", "RemediationSettings", "RouteSettings", "RunbookSettings",
+    "SilenceSettings", "TeSettings", "less_cautious_than", "most_cautious"]
 
 Mode = Literal["dry_run", "approval", "auto"]
 #: modes from the most to the least cautious; a runbook runs in the more cautious of two
 MODE_ORDER: tuple[Mode, ...] = ("dry_run", "approval", "auto")
-
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-
-
-def parse_duration(value: Any) -> float:
-    """``"1h30m"`` → 5400.0 seconds; numbers are seconds already."""
-    if isinstance(value, bool):
-        raise ValueError("a duration, not a boolean")
-    if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError("a duration cannot be negative")
-        return float(value)
-    if not isinstance(value, str):
-        raise ValueError(f"a duration like 30s, 5m or 4h, not {type(value).__name__}")
-    text = value.strip()
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if not text or pos != len(text):
-        raise ValueError(f"not a duration: {value!r} (write 30s, 5m, 4h, 1h30m or 250ms)")
-    return total
-
-
-Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
 def less_cautious_than(a: Mode, b: Mode) -> bool:
@@ -103,11 +79,12 @@ class InhibitRule(Strict):
 
 
 class SilenceSettings(Strict):
-    """A silence written in the config file (maintenance windows); times are RFC 3339."""
+    """A silence written in the config file (maintenance windows); times are RFC 3339 with a
+    zone (or ``@<Unix seconds>``), held as ns."""
 
     matchers: tuple[str, ...] = Field(min_length=1)
-    starts_at: datetime
-    ends_at: datetime
+    starts_at: Instant
+    ends_at: Instant
     created_by: str = "config"
     comment: str = ""
 
@@ -115,8 +92,6 @@ class SilenceSettings(Strict):
 
     @model_validator(mode="after")
     def _window(self) -> SilenceSettings:
-        if self.starts_at.tzinfo is None or self.ends_at.tzinfo is None:
-            raise ValueError("starts_at and ends_at need a time zone (2026-12-01T02:00:00Z)")
         if self.ends_at <= self.starts_at:
             raise ValueError("ends_at must be after starts_at")
         return self

@@ -48,8 +48,7 @@ class Alerting:
                  sleep: Any = None) -> None:
         self.silences = silences or Silences()
         for s in settings.silences:
-            self.silences.add(s.matchers, int(s.starts_at.timestamp() * 1e9),
-                              int(s.ends_at.timestamp() * 1e9), s.created_by, s.comment)
+            self.silences.add(s.matchers, s.starts_at, s.ends_at, s.created_by, s.comment)
         route = build_routes(settings.route, list(receivers))
         self.dispatcher = Dispatcher(route, Inhibitor(settings.inhibit_rules), self.silences,
                                      {name: r.caps for name, r in receivers.items()})

@@ -10,9 +10,9 @@ with ``root_cause``, as extra labels, and receivers get it as an annotation.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
 from pipeline.model import Alert
+from pipeline.times import format_instant
 from remediation.runbooks import kinds
 
 RUNBOOKS = kinds()
@@ -52,12 +52,7 @@ def alert_annotations(alert: Alert) -> dict[str, str]:
 
 def rfc3339(ns: int | None) -> str:
     """Go's RFC3339Nano in UTC (trailing zeros of the fraction trimmed); None → the zero time."""
-    if ns is None:
-        return ZERO_TIME
-    secs, frac = divmod(int(ns), 1_000_000_000)
-    base = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    fraction = f"{frac:09d}".rstrip("0")
-    return f"{base}.{fraction}Z" if fraction else f"{base}Z"
+    return ZERO_TIME if ns is None else format_instant(ns)
 
 
 def status(alert: Alert, at_ns: int) -> str:

@@ -13,12 +13,12 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
+from pipeline.config import Duration
 from pipeline.model import Alert
 from remediation.alerting.dispatch import ReceiverCaps
 from remediation.alerting.labels import alert_annotations, rfc3339
 from remediation.alerting.notification import Notification
 from remediation.receivers.base import HttpOptions, HttpReceiver, where
-from remediation.settings import Duration
 
 API_PATH = "/api/v2/alerts"
 

@@ -10,8 +10,11 @@
     rocewatch query status
 
 ``--api URL`` names the API (default: the configuration, see :func:`ui.api.client.configured_url`);
-``--json`` prints the API's answer as it came. Times: ns, RFC 3339, or relative to the fabric's
-clock (``now-15m``); ``--since 15m`` is ``--start now-15m``.
+``--json`` prints the API's answer as it came. Times are read as everywhere else
+(:mod:`pipeline.times`, ``docs/time.md``): instants as RFC 3339 with a zone, ``now-15m`` (the
+fabric's clock), ``@<Unix seconds>`` or ns; ``--since`` is a duration back from now (``--since 15m``
+is ``--start now-15m``) or an instant. The API resolves them against the fabric's clock, as
+``rocewatch replay`` does.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
+from pipeline.times import since_text
 from ui.api.client import ApiClient, configured_token, configured_url
 from ui.query.timefmt import age, date_time
 
@@ -37,7 +41,7 @@ def _client(api_url: str | None) -> ApiClient:
 def _start(since: str | None, start: str | None) -> str | None:
     if since and start:
         raise click.UsageError("give --since or --start, not both")
-    return f"now-{since}" if since else start
+    return since_text(since) if since else start
 
 
 def _emit(answer: BaseModel, as_json: bool, rows: list[dict[str, Any]],
@@ -80,7 +84,8 @@ def query() -> None:
 @click.argument("port")
 @click.argument("metrics", nargs=-1, required=True)
 @click.option("--qual", type=int, help="PFC priority or queue index (default: all).")
-@click.option("--since", help="How far back from the fabric's clock (15m, 6h, 7d).")
+@click.option("--since", help="How far back from the fabric's clock (15m, 6h, 7d) or since an "
+              "instant (now-1h, 2026-11-30T10:00:00Z); see docs/time.md.")
 @click.option("--start", help="Range start (default: 15m before the end).")
 @click.option("--end", help="Range end (default: now).")
 @click.option("--step", help="Bucket width (10s, 1m, 1h; default: about 360 points).")

@@ -80,3 +80,54 @@ def test_embedded_store_keeps_ingest_and_api_together() -> None:
     with pytest.raises(ConfigError, match="one process"):
         check(settings, ("ingest",))
     check(settings, ("ingest", "api"))
+
+
+# --- durations and instants (the grammar of pipeline.times) ---
+
+def test_durations_in_the_file_and_the_environment(tmp_path: Path) -> None:
+    path = write(tmp_path, "remediation:\n  guards:\n    cooldown: 1h30m\n    confirm: 45\n"
+                           "  clock:\n    tick: 250ms\nstore:\n  retention_check_s: 2h\n"
+                           "detection:\n  update_every_s: 0.5\n")
+    settings = load_settings(path, env={"ROCEWATCH_REMEDIATION__GUARDS__TARGET_COOLDOWN": "2d"})
+    guards = settings.remediation.guards
+    assert (guards.cooldown, guards.confirm, guards.target_cooldown) == (5400.0, 45.0, 172800.0)
+    assert settings.remediation.clock.tick == 0.25
+    assert settings.store.retention_check_s == 7200.0
+    assert settings.detection.update_every_s == 0.5
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("30m1h", "want a duration like 90s, 1h30m"), ("-5s", "want a duration"),
+    ("1e40", "want a duration"), ("99999999999", "longest duration accepted, 36500d"),
+    (".nan", "want a duration"), ("true", "want a duration"),
+])
+def test_bad_durations_name_their_key(tmp_path: Path, text: str, says: str) -> None:
+    path = write(tmp_path, f"remediation:\n  guards:\n    cooldown: {text}\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(path, env={})
+    assert err.value.path == "remediation.guards.cooldown"
+    assert str(err.value).startswith("remediation.guards.cooldown: ") and says in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+SILENCE = ("remediation:\n  silences:\n    - matchers: ['alertname=faulty_link']\n"
+           "      starts_at: {start}\n      ends_at: 2026-12-01T04:00:00Z\n")
+
+
+@pytest.mark.parametrize("start", ["2026-12-01T02:00:00Z", "'2026-12-01T03:00:00+01:00'",
+                                   "'@1796090400'", "1796090400000000000"])
+def test_silence_times_are_instants_in_ns(tmp_path: Path, start: str) -> None:
+    settings = load_settings(write(tmp_path, SILENCE.format(start=start)), env={})
+    silence = settings.remediation.silences[0]
+    assert (silence.starts_at, silence.ends_at) == (1796090400 * 10**9, 1796097600 * 10**9)
+
+
+@pytest.mark.parametrize(("start", "says"), [
+    ("2026-12-01 02:00:00", "no time zone"), ("2026-12-01", "a date, not an instant"),
+    ("now-1h", "relative to the fabric's clock"), ("1796090400", "@1796090400"),
+    ("2026-12-01T05:00:00Z", "ends_at must be after starts_at"),
+])
+def test_bad_silence_times_say_why(tmp_path: Path, start: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=r"remediation\.silences") as err:
+        load_settings(write(tmp_path, SILENCE.format(start=start)), env={})
+    assert says in str(err.value)

@@ -39,8 +39,11 @@ from ui.query.views import (
 
 Probes = Callable[[], dict[str, dict[str, Any]]]
 
-TIME_HELP = ("ns since the epoch, RFC 3339 (2026-11-30T10:00:00Z), or relative to the fabric's "
-             "clock (now, now-15m, -15m)")
+TIME_HELP = ("an instant: RFC 3339 with a zone (2026-11-30T10:00:00Z; a time without a zone is "
+             "refused), relative to the fabric's clock (now, now-15m, now+30s, -15m), "
+             "@<Unix seconds>, or a bare integer of ns since the epoch (docs/time.md)")
+SPAN_HELP = ("a duration: 90s, 1h30m, 500ms, 2d (units d h m s ms us ns, largest first), or a "
+             "bare number of seconds (docs/time.md)")
 
 Text = Annotated[str | None, Param(max_length=200)]
 Names = Annotated[list[str] | None, Param(max_length=64,
@@ -81,7 +84,10 @@ def create_app(query: Query, probes: Probes | None = None,
         summary="History and live state of a RoCE fabric: series, alerts, incidents, actions.",
         description=(
             "Times are event time in ns since the epoch. 'now' is the fabric's clock: the newest "
-            "sample's event time. Counters are served as per-second rates. Errors are "
+            "sample's event time. Times and durations sent are read in the platform's one "
+            "grammar (docs/time.md): instants as RFC 3339 with a zone, now-15m, @<Unix seconds> "
+            "or ns; durations as 90s, 1h30m or a bare number of seconds; absurd values are a "
+            "400. Counters are served as per-second rates. Errors are "
             '`{"error": "..."}` with 400 (a bad request, the message says what to send), 422 '
             "(a parameter of the wrong type) or 503 (the store or bus is unavailable)."),
     )
@@ -153,7 +159,7 @@ def create_app(query: Query, probes: Probes | None = None,
         start: When = None,
         end: When = None,
         step: Annotated[str | None, Param(max_length=20, description=(
-            "bucket width: 10s, 1m, 1h (default: about 360 points)"))] = None,
+            "bucket width, " + SPAN_HELP + " (default: about 360 points)"))] = None,
         agg: Annotated[str | None, Param(max_length=10, description=(
             "gauges: mean (default), max, min, last; counters are always rates"))] = None,
         source: Annotated[str | None, Param(max_length=10, description=(
@@ -169,7 +175,8 @@ def create_app(query: Query, probes: Probes | None = None,
         device: Annotated[str, Param(max_length=64)],
         port: Text = None,
         metric: Names = None,
-        window: Annotated[str | None, Param(max_length=20, description="default 30s")] = None,
+        window: Annotated[str | None, Param(max_length=20, description=(
+            "how far back counter rates look, " + SPAN_HELP + " (default 30s)"))] = None,
     ) -> LatestList:
         """Every metric of a switch (or one port): last gauge values, recent counter rates."""
         return query.latest(device, port, metric, window)

@@ -5,10 +5,10 @@ built; a value that does not fit raises :class:`pipeline.errors.QueryError` with
 what was wrong and what to send instead. Values that reach SQL are then spelled only by
 :func:`pipeline.store.base.literal`.
 
-Times are accepted as integer nanoseconds since the epoch, RFC 3339 (``2026-11-30T10:00:00Z``), or
-relative to the fabric's clock: ``now``, ``now-15m``, ``-15m``. The fabric's clock is the newest
-event time in the store (see :mod:`ui.query.clock`), not this process's wall clock: a lab replaying
-at
+Durations and instants are read in the platform's one grammar (:mod:`pipeline.times`,
+``docs/time.md``): ``90s``, ``1h30m`` or bare seconds; RFC 3339 with a zone, ``now-15m``,
+``@<Unix seconds>`` or ns. Relative times are taken from the fabric's clock, the newest event
+time in the store (see :mod:`ui.query.clock`), not this process's wall clock: a lab replaying at
 ``--speed`` or a store being back-filled still answers "the last 15 minutes" correctly.
 """
 
@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
 
 from pipeline.errors import QueryError
 from pipeline.metrics import CATALOG, METRIC_ID, Kind, Metric
+from pipeline.times import format_duration, parse_instant
+from pipeline.times import parse_duration as parse_span
 
 NS = 1_000_000_000
-
-_UNITS_NS = {"ms": 1_000_000, "s": NS, "m": 60 * NS, "h": 3600 * NS, "d": 86400 * NS}
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$")
-_RELATIVE = re.compile(r"^(?:now)?(?:-(\d+(?:\.\d+)?(?:ms|s|m|h|d)))?$")
 
 _DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _PORT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,62}$")
@@ -34,9 +31,8 @@ _ALERT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 
-#: ns timestamps before this are almost certainly seconds or milliseconds sent by mistake
-_MIN_NS = 10**17  # 1973-03-03
-_MAX_NS = 4 * 10**18  # 2096
+#: how a request's durations are written back in its messages: the grammar's own form
+human = format_duration
 
 
 @dataclass(frozen=True)
@@ -59,56 +55,16 @@ class Limits:
 
 
 def parse_duration(text: str | int | float, what: str = "duration") -> int:
-    """``10s``, ``1.5m``, ``500ms``, ``2h``, ``1d``, or a bare number of seconds → ns."""
-    if isinstance(text, bool):
-        raise QueryError(f"{what}: want a duration like 10s, 5m, 1h; got {text!r}")
-    if isinstance(text, (int, float)):
-        seconds = float(text)
-        if not 0 < seconds < 10**8:
-            raise QueryError(f"{what}: {text!r} seconds is out of range")
-        return round(seconds * NS)
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise QueryError(f"{what}: want a duration like 10s, 5m, 1h, 500ms; got {_show(text)}")
-    ns = round(float(match.group(1)) * _UNITS_NS[match.group(2) or "s"])
+    """A request's duration (``10s``, ``1h30m``, bare seconds) → ns; it must be longer than zero."""
+    ns = parse_span(text, what)
     if ns <= 0:
-        raise QueryError(f"{what}: must be positive, got {_show(text)}")
+        raise QueryError(f"{what}: must be positive (longer than zero), got {_show(text)}")
     return ns
 
 
 def parse_time(text: str | int | None, now_ns: int, what: str = "time") -> int:
-    """One point in time → ns since the epoch (see the module docstring for the forms)."""
-    if text is None:
-        return now_ns
-    if isinstance(text, bool):
-        raise QueryError(f"{what}: not a time: {text!r}")
-    if isinstance(text, int):
-        return _check_ns(text, what)
-    raw = text.strip()
-    if raw.lstrip("-").isdigit():
-        return _check_ns(int(raw), what)
-    rel = _RELATIVE.match(raw)
-    if rel and raw:
-        back = rel.group(1)
-        return now_ns - (parse_duration(back, what) if back else 0)
-    try:
-        stamp = datetime.fromisoformat(raw)
-    except ValueError:
-        raise QueryError(f"{what}: want ns since the epoch, RFC 3339 (2026-11-30T10:00:00Z) or "
-                         f"now-15m; got {_show(raw)}") from None
-    if stamp.tzinfo is None:
-        raise QueryError(f"{what}: {_show(raw)} has no time zone; add Z for UTC")
-    seconds = int(stamp.timestamp())
-    return seconds * NS + stamp.microsecond * 1000
-
-
-def _check_ns(value: int, what: str) -> int:
-    if value < _MIN_NS:
-        raise QueryError(f"{what}: {value} is not nanoseconds since the epoch (too small: "
-                         f"seconds or milliseconds?); send ns or RFC 3339")
-    if value > _MAX_NS:
-        raise QueryError(f"{what}: {value} is too far in the future")
-    return value
+    """A request's instant → ns since the epoch; none given is now (the fabric's clock)."""
+    return now_ns if text is None else parse_instant(text, now_ns, what)
 
 
 @dataclass(frozen=True)
@@ -232,12 +188,3 @@ def _show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
-
-def human(ns: int) -> str:
-    seconds = ns / NS
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    if seconds >= 1:
-        return f"{seconds:g}s"
-    return f"{round(ns / 1_000_000)}ms"

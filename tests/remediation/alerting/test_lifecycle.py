@@ -179,7 +179,7 @@ def test_matchers_are_anchored_and_parse_errors_are_clear():
 def test_settings_name_the_wrong_key():
     with pytest.raises(Exception, match="no receiver named 'pager'"):
         RemediationSettings.model_validate({"route": {"routes": [{"receivers": ["pager"]}]}})
-    with pytest.raises(Exception, match="not a duration"):
+    with pytest.raises(Exception, match="want a duration like 90s, 1h30m"):
         RemediationSettings.model_validate({"route": {"group_wait": "thirty"}})
     with pytest.raises(Exception, match="not a matcher"):
         RemediationSettings.model_validate({"inhibit_rules": [
