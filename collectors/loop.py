@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 from collectors.base import Collector
 from collectors.exposition import HealthEndpoint
@@ -21,11 +21,18 @@ from pipeline.config import PluginSpec
 from pipeline.model import SampleBatch
 from pipeline.registry import Registry
 from pipeline.retry import RetryPolicy
-from pipeline.stage import StageContext
+from pipeline.stage import CoreSettings, StageContext
 from pipeline.supervisor import RESTART, Supervisor
 from pipeline.wire.publish import publish_batches
 
 log = logging.getLogger("rocewatch.collectors")
+
+
+class WithCollectors(CoreSettings, Protocol):
+    """The settings the collect role reads: the core's sections and ``collectors``."""
+
+    @property
+    def collectors(self) -> tuple[PluginSpec, ...]: ...
 
 
 class Publisher:
@@ -86,9 +93,9 @@ class Supervised:
         return {**self.collector.health(), **supervision}
 
 
-def run(ctx: StageContext, stop: threading.Event) -> None:
+def run(ctx: StageContext[WithCollectors], stop: threading.Event) -> None:
     """Run every collector of ``ctx.settings.collectors`` until ``stop`` is set."""
-    specs: tuple[PluginSpec, ...] = tuple(getattr(ctx.settings, "collectors", ()) or ())
+    specs = ctx.settings.collectors
     if not specs:
         log.warning("the collect role has no collectors configured")
     registry: Registry[Collector] = Registry("rocewatch.collectors")

@@ -14,18 +14,25 @@ import logging
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from detectors.chain import DetectionChain
 from detectors.settings import DetectionSettings
 from pipeline.bus.base import Consumer, Message, Producer, Topics
 from pipeline.model import Alert, SampleBatch
-from pipeline.stage import StageContext
+from pipeline.stage import CoreSettings, StageContext
 from pipeline.wire.alerts import encode_alerts
 from pipeline.wire.deadletter import DeadLetter, DeadLetters
 from pipeline.wire.samples import decode_samples
 
 log = logging.getLogger("rocewatch.detect")
+
+
+class WithDetection(CoreSettings, Protocol):
+    """The settings the detect role reads: the core's sections and ``detection``."""
+
+    @property
+    def detection(self) -> DetectionSettings: ...
 
 
 @dataclass
@@ -88,9 +95,9 @@ class Engine:
         self.producer.close()
 
 
-def run(ctx: StageContext, stop: threading.Event) -> None:
+def run(ctx: StageContext[WithDetection], stop: threading.Event) -> None:
     """The detect role's loop."""
-    settings: DetectionSettings = ctx.settings.detection
+    settings = ctx.settings.detection
     ctx.bus.ensure_topics(ctx.topics.all())
     chain = DetectionChain(settings, ctx.topology)
     engine = Engine(ctx.bus.consumer([ctx.topics.samples], settings.group), ctx.bus.producer(),

@@ -8,15 +8,24 @@ is described in ``docs/remediation.md``.
 from __future__ import annotations
 
 import threading
+from typing import Protocol
 
-from pipeline.stage import StageContext
+from pipeline.stage import CoreSettings, StageContext
 from remediation.service import Remediation
+from remediation.settings import RemediationSettings
 
 
-def run(ctx: StageContext, stop: threading.Event) -> None:
+class WithRemediation(CoreSettings, Protocol):
+    """The settings the remediate role reads: the core's sections and ``remediation``."""
+
+    @property
+    def remediation(self) -> RemediationSettings: ...
+
+
+def run(ctx: StageContext[WithRemediation], stop: threading.Event) -> None:
     settings = ctx.settings
     service = Remediation(settings.remediation, ctx.bus, ctx.topics, ctx.topology,
-                          site=getattr(settings, "site", "rocewatch"))
+                          site=settings.site)
     service.topology_source = lambda: ctx.topology
     ctx.health["remediate"] = service.health
     service.run(stop)

@@ -3,6 +3,13 @@
 ``load_settings`` reads the YAML file, overlays ``ROCEWATCH_...`` environment variables, and
 validates strictly; ``check`` then validates every plugin instance's options through the registry
 and the cross-references (unique instance names; an embedded store keeps ingest and api together).
+
+This is the one loader: every process gets its settings here and hands them on, typed. The stage
+loops receive the whole model in their :class:`~pipeline.stage.StageContext`, each typed as the
+protocol of what it reads (the core's sections, :class:`~pipeline.stage.CoreSettings`, plus its
+own section, e.g. ``detectors.loop.WithDetection``); the typed loaders of :mod:`rocewatch.app`
+make mypy prove this model satisfies each one. The API's client and the dashboard are given their
+address and token from here (``rocewatch query``, ``rocewatch dashboard``, ``rocewatch up``).
 """
 
 from __future__ import annotations

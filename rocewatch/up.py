@@ -30,6 +30,7 @@ import httpx
 from pipeline.errors import LabError
 from rocewatch.app import ALL_ROLES, Platform
 from rocewatch.settings import Settings, load_settings
+from ui.dashboard.launch import DashboardOptions, command, environment
 
 log = logging.getLogger("rocewatch.up")
 
@@ -152,14 +153,10 @@ def up(config_path: str | None, scenario: Path, speed: float, workdir: Path, api
         platform.start()
         api_url = f"http://127.0.0.1:{api_port}"
         if not no_dashboard:
-            env = {**os.environ, "ROCEWATCH_DASHBOARD__API_URL": api_url}
-            dashboard = Path(__file__).resolve().parent.parent / "ui" / "dashboard" / "app.py"
+            options = DashboardOptions.from_settings(settings.api, settings.dashboard, api_url)
             dash_proc = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", str(dashboard),
-                 "--server.headless", "true", "--server.address", "127.0.0.1",
-                 "--server.port", str(dashboard_port), "--browser.gatherUsageStats", "false",
-                 "--client.toolbarMode", "viewer"],
-                env=env, stdout=(workdir / "dashboard.log").open("wb"), stderr=subprocess.STDOUT)
+                command(options, "127.0.0.1", dashboard_port), env=environment(options, os.environ),
+                stdout=(workdir / "dashboard.log").open("wb"), stderr=subprocess.STDOUT)
         _wait_http(f"{api_url}/healthz", 30)
         click.echo("")
         click.echo("rocewatch is up")

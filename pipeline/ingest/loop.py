@@ -29,7 +29,7 @@ from pipeline.bus.base import Bus, Message, Topics
 from pipeline.errors import BusError, StoreError
 from pipeline.model import ActionResult, Alert, SampleBatch
 from pipeline.retry import REPOLL, Backoff, RetryPolicy
-from pipeline.stage import StageContext
+from pipeline.stage import CoreSettings, StageContext
 from pipeline.store.base import Store
 from pipeline.store.rollup.clock import PartitionClock
 from pipeline.wire.actions import decode_actions
@@ -274,8 +274,8 @@ class Ingest:
         self._producer.close()
 
 
-def run(ctx: StageContext, stop: threading.Event) -> None:
-    """The ingest role's loop."""
+def run(ctx: StageContext[CoreSettings], stop: threading.Event) -> None:
+    """The ingest role's loop (it reads the ``store`` section)."""
     if ctx.store is None:
         raise StoreError("the ingest role needs a store")
     from pipeline.store.retention import RetentionJob

@@ -10,6 +10,7 @@
     rocewatch scenario ...  run and score scenarios
     rocewatch replay ...    re-run detection over stored history or a Kafka topic
     rocewatch query ...     history through the read-side query layer
+    rocewatch dashboard     the Streamlit dashboard over the configured API
     rocewatch bench ...     benchmarks that print numbers
 
 Errors derived from :class:`pipeline.errors.RocewatchError` print one line and exit non-zero;
@@ -34,6 +35,7 @@ LAZY: dict[str, tuple[str, str]] = {
     "scenario": ("rocewatch.cli.scenario:scenario", "Run scenarios and score what was found."),
     "replay": ("rocewatch.cli.replay:replay", "Re-run detection over stored history or Kafka."),
     "query": ("rocewatch.cli.query:query", "History through the read-side query layer."),
+    "dashboard": ("rocewatch.cli.dashboard:dashboard", "The Streamlit dashboard over the API."),
     "bench": ("rocewatch.cli.bench:bench", "Benchmarks that print numbers."),
     "store": ("rocewatch.cli.store:store", "Store schema and maintenance."),
     "targets": ("rocewatch.cli.targets:targets", "Validate targets files; make one from a lab."),

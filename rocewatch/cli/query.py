@@ -9,7 +9,8 @@
     rocewatch query actions --since 6h --outcome refused
     rocewatch query status
 
-``--api URL`` names the API (default: the configuration, see :func:`ui.api.client.configured_url`);
+``--api URL`` names the API (default: the configuration ``-c``/``ROCEWATCH_CONFIG``, see
+:func:`ui.api.client.api_url`; the command token is ``api.command_token``);
 ``--json`` prints the API's answer as it came. Times are read as everywhere else
 (:mod:`pipeline.times`, ``docs/time.md``): instants as RFC 3339 with a zone, ``now-15m`` (the
 fabric's clock), ``@<Unix seconds>`` or ns; ``--since`` is a duration back from now (``--since 15m``
@@ -20,22 +21,33 @@ is ``--start now-15m``) or an instant. The API resolves them against the fabric'
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 from pydantic import BaseModel
 
 from pipeline.times import since_text
-from ui.api.client import ApiClient, configured_token, configured_url
+from rocewatch.cli.main import config_option
+from ui.api.client import ApiClient
 from ui.query.timefmt import age, date_time
 
-api_option = click.option("--api", "api_url", metavar="URL", help="The rocewatch API's URL.")
+F = TypeVar("F", bound=Callable[..., Any])
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
 
 
-def _client(api_url: str | None) -> ApiClient:
-    return ApiClient(api_url or configured_url()[0], token=configured_token())
+def api_option(command: F) -> F:
+    """``--api URL`` and ``-c CONFIG``: which API to ask, and the config it is found in."""
+    command = click.option("--api", "api_url", metavar="URL", help="The rocewatch API's URL.")(
+        command)
+    return config_option(command)
+
+
+def _client(api_url: str | None, config_path: str | None) -> ApiClient:
+    from rocewatch.settings import load_settings
+
+    settings = load_settings(config_path)
+    return ApiClient.from_settings(settings.api, settings.dashboard, url=api_url or "")
 
 
 def _start(since: str | None, start: str | None) -> str | None:
@@ -96,9 +108,10 @@ def query() -> None:
 @json_option
 def series(device: str, port: str, metrics: tuple[str, ...], qual: int | None,
            since: str | None, start: str | None, end: str | None, step: str | None,
-           agg: str | None, source: str | None, api_url: str | None, as_json: bool) -> None:
+           agg: str | None, source: str | None, api_url: str | None, config_path: str | None,
+           as_json: bool) -> None:
     """One port's METRICS over time: counters as per-second rates, gauges per bucket."""
-    with _client(api_url) as client:
+    with _client(api_url, config_path) as client:
         answer = client.series(device, port, list(metrics), qual=qual,
                                start=_start(since, start), end=end, step=step, agg=agg,
                                source=source)
@@ -130,9 +143,9 @@ def series(device: str, port: str, metrics: tuple[str, ...], qual: int | None,
 def alerts(kind: str | None, at: str | None, since: str | None, start: str | None,
            end: str | None, name: tuple[str, ...], entity: tuple[str, ...],
            severity: tuple[str, ...], touching: str | None, limit: int | None,
-           api_url: str | None, as_json: bool) -> None:
+           api_url: str | None, config_path: str | None, as_json: bool) -> None:
     """Alerts firing now, at a time (--at), or active in a range (--since/--start)."""
-    with _client(api_url) as client:
+    with _client(api_url, config_path) as client:
         answer = client.alerts(kind=kind, at=at, start=_start(since, start), end=end,
                                name=list(name), entity=list(entity), severity=list(severity),
                                touching=touching, limit=limit)
@@ -160,9 +173,9 @@ def alerts(kind: str | None, at: str | None, since: str | None, start: str | Non
 @json_option
 def actions(since: str | None, start: str | None, end: str | None, action: tuple[str, ...],
             target: tuple[str, ...], outcome: tuple[str, ...], mode: tuple[str, ...],
-            limit: int | None, api_url: str | None, as_json: bool) -> None:
+            limit: int | None, api_url: str | None, config_path: str | None, as_json: bool) -> None:
     """The audit trail: notifications, drains (dry runs included), TE notices, commands."""
-    with _client(api_url) as client:
+    with _client(api_url, config_path) as client:
         answer = client.actions(start=_start(since, start), end=end, action=list(action),
                                 target=list(target), outcome=list(outcome), mode=list(mode),
                                 limit=limit)
@@ -176,9 +189,9 @@ def actions(since: str | None, start: str | None, end: str | None, action: tuple
 @click.option("--top", type=int, default=10, show_default=True, help="Busiest links to list.")
 @api_option
 @json_option
-def status(top: int, api_url: str | None, as_json: bool) -> None:
+def status(top: int, api_url: str | None, config_path: str | None, as_json: bool) -> None:
     """What is not ok in the fabric right now, and whether telemetry is live."""
-    with _client(api_url) as client:
+    with _client(api_url, config_path) as client:
         answer = client.status(top=top)
     if not as_json:
         tel = answer.telemetry

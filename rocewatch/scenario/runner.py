@@ -296,13 +296,11 @@ def _warm_up(settings: Any) -> None:
     """Import what the roles will import, and build the detectors once, before the lab's clock
     starts: at ``--speed 10`` every wall second of start-up is ten simulated seconds in which the
     platform would be blind."""
-    import importlib
-
     from detectors.chain import build_detectors
     from rocewatch.app import ROLES
 
-    for target in ROLES.values():
-        importlib.import_module(target.partition(":")[0])
+    for load in ROLES.values():
+        load()
     build_detectors(settings.detection, None)
 
 

@@ -9,7 +9,6 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
@@ -26,6 +25,7 @@ from pipeline.registry import Registry
 from pipeline.retry import RetryPolicy
 from pipeline.stage import StageContext
 from pipeline.wire.samples import decode_batch
+from rocewatch.settings import Settings
 from tests.collectors.conftest import SYNC, ScriptedTarget, hold, notification, write_targets
 
 T0 = 1_800_000_000_000_000_000
@@ -71,7 +71,7 @@ def test_collect_role_publishes_per_device_batches(tmp_path: Path,
     bus = MemoryBus(partitions=4)
     topics = Topics("t.")
     bus.ensure_topics(topics.all())
-    ctx = StageContext(SimpleNamespace(collectors=(spec,)), bus, topics)
+    ctx = StageContext(Settings(collectors=(spec,)), bus, topics)
     consumer = bus.consumer([topics.samples], "test")
     stop = threading.Event()
     thread = threading.Thread(target=runner.run, args=(ctx, stop), daemon=True)
@@ -103,6 +103,7 @@ def test_collect_role_publishes_per_device_batches(tmp_path: Path,
     assert health["targets_up"] == 2 and health["alive"]
     with pytest.raises(OSError):  # the endpoint went away with the role
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
+
 
 class FlakyOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -14,6 +14,7 @@ from pipeline.model import Alert
 from pipeline.stage import StageContext
 from pipeline.wire.alerts import decode_alerts
 from pipeline.wire.samples import encode_batch
+from rocewatch.settings import Settings
 from tests.detectors.conftest import Feed, at_s, small
 
 S = 1_000_000_000
@@ -68,7 +69,7 @@ def test_engine_skips_garbage_and_publishes_alert_changes():
 def test_run_loop_stops_and_reports_health():
     topo = small()
     bus = MemoryBus()
-    ctx = StageContext(settings=type("S", (), {"detection": DetectionSettings()})(), bus=bus,
+    ctx = StageContext(settings=Settings(detection=DetectionSettings()), bus=bus,
                        topics=Topics(), topology=topo)
     stop = threading.Event()
     thread = threading.Thread(target=run, args=(ctx, stop))

@@ -22,6 +22,7 @@ from remediation import loop as router
 from remediation import state
 from remediation.alerting.silences import Silences
 from remediation.settings import RemediationSettings
+from rocewatch.settings import Settings
 from tests.remediation.drains.test_drain import LINK, run_drain
 from tests.remediation.gnmi_target import Targets
 from tests.remediation.rig import Rig, settings
@@ -29,12 +30,6 @@ from tests.remediation.support import at, make_alert
 from tests.remediation.te_controller import TeController
 
 TOPO = spine_leaf(4, 4, 2)
-
-
-class Settings:  # the slice of rocewatch.settings.Settings the role reads
-    def __init__(self, remediation: RemediationSettings) -> None:
-        self.remediation = remediation
-        self.site = "test"
 
 
 def clock_batch(t: float) -> bytes:
@@ -65,7 +60,7 @@ def test_the_role_end_to_end_on_the_memory_bus(http_peer, tmp_path):
     bus.ensure_topics(topics.all())
     audit = bus.consumer([topics.actions], "audit")
     dead = bus.consumer([topics.deadletter], "dead")
-    ctx = StageContext(Settings(rs), bus, topics, TOPO)
+    ctx = StageContext(Settings(site="test", remediation=rs), bus, topics, TOPO)
     stop = threading.Event()
     loop = threading.Thread(target=router.run, args=(ctx, stop), daemon=True)
     loop.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -56,3 +57,19 @@ def test_errors_say_what_to_fix(live_api: Running) -> None:
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"
     result = CliRunner().invoke(cli, ["query", "alerts", "--api", dead])
     assert "did not answer" in str(result.exception) and dead in str(result.exception)
+
+
+def test_without_api_the_config_names_the_api(live_api: Running, tmp_path: Path) -> None:
+    """``-c`` (or ROCEWATCH_CONFIG) and the one loader say where the API is."""
+    port = int(live_api.url.rsplit(":", 1)[1])
+    config = tmp_path / "rocewatch.yaml"
+    config.write_text(f"api:\n  host: 127.0.0.1\n  port: {port}\n")
+    code, out = run("status", "-c", str(config))
+    assert code == 0 and "telemetry live" in out, out
+    result = CliRunner().invoke(cli, ["query", "alerts", "--incidents"],
+                                env={"ROCEWATCH_CONFIG": str(config)})
+    assert result.exit_code == 0 and FAULTY_LINK in result.output, result.output
+    # the environment overrides the file, as for every process
+    result = CliRunner().invoke(cli, ["query", "alerts", "-c", str(config)],
+                                env={"ROCEWATCH_API__PORT": "1"})
+    assert "127.0.0.1:1 did not answer" in str(result.exception)

@@ -5,18 +5,21 @@ raises
 :class:`~pipeline.errors.QueryError` with the API's message; an API that does not answer, or
 answers 5xx, raises :class:`~pipeline.errors.StoreError` (the history cannot be reached) naming
 the URL, so a person sees which address to fix.
+
+The client reads no configuration itself: whoever builds it passes the URL and the token, from
+the one loader (:meth:`ApiClient.from_settings`, as ``rocewatch query`` does) or from its own
+command line (the dashboard).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel
 
-from pipeline.config import ApiSettings, DashboardSettings, apply_env, read_yaml, validate
+from pipeline.config import ApiSettings, DashboardSettings
 from pipeline.errors import QueryError, StoreError
 from ui.query.views import (
     ActionList,
@@ -33,32 +36,26 @@ from ui.query.views import (
 M = TypeVar("M", bound=BaseModel)
 Params = Mapping[str, str | int | float | bool | Sequence[str] | None]
 
-DEFAULT_URL = "http://127.0.0.1:8080"
+
+#: hosts an API listens on that a client reaches on loopback
+_WILDCARD_HOSTS = ("", "0.0.0.0", "::")
 
 
-def configured_url() -> tuple[str, float]:
-    """The API's URL and the dashboard's refresh period from the configuration:
-    ``ROCEWATCH_DASHBOARD__API_URL``, else the file named by ``ROCEWATCH_CONFIG``
-    (``dashboard.api_url``, else ``http://{api.host}:{api.port}``), else :data:`DEFAULT_URL`."""
-    path = os.environ.get("ROCEWATCH_CONFIG", "")
-    data = apply_env(read_yaml(path) if path else {})
-    dash = validate(DashboardSettings, data.get("dashboard") or {}, "dashboard")
-    if dash.api_url:
-        return dash.api_url, dash.refresh_s
-    if "api" in data:
-        api = validate(ApiSettings, data.get("api") or {}, "api")
-        if api.port:
-            return f"http://{api.host}:{api.port}", dash.refresh_s
-    return DEFAULT_URL, dash.refresh_s
+def http_url(host: str, port: int) -> str:
+    """``http://host:port``, an IPv6 host in brackets."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def configured_token() -> str:
-    """The API's command token, where this process was given one
-    (``ROCEWATCH_API__COMMAND_TOKEN``, or ``api.command_token`` in ``ROCEWATCH_CONFIG``)."""
-    path = os.environ.get("ROCEWATCH_CONFIG", "")
-    data = apply_env(read_yaml(path) if path else {})
-    api = validate(ApiSettings, data.get("api") or {}, "api")
-    return api.command_token.get_secret_value()
+def api_url(api: ApiSettings, dashboard: DashboardSettings) -> str:
+    """Where a client reaches the API: ``dashboard.api_url`` when set, else the address the API
+    role listens on (``api.host:api.port``; a wildcard host is reached on loopback)."""
+    if dashboard.api_url:
+        return dashboard.api_url
+    return http_url("127.0.0.1" if api.host in _WILDCARD_HOSTS else api.host, api.port)
+
+
+#: the API of the default settings
+DEFAULT_URL = api_url(ApiSettings(), DashboardSettings())
 
 
 class ApiClient:
@@ -68,6 +65,14 @@ class ApiClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport,
                                   headers=headers)
+
+    @classmethod
+    def from_settings(cls, api: ApiSettings, dashboard: DashboardSettings, url: str = "",
+                      timeout_s: float = 10.0) -> ApiClient:
+        """A client of the configured API (:func:`api_url`, unless ``url`` names another) that
+        sends the configured command token (``api.command_token``)."""
+        return cls(url or api_url(api, dashboard), timeout_s=timeout_s,
+                   token=api.command_token.get_secret_value())
 
     def close(self) -> None:
         self._http.close()

@@ -1,6 +1,7 @@
 """The ``api`` role's loop: serve the REST API with uvicorn until the platform stops.
 
-``run(ctx, stop)`` builds the query layer over the store the process owns, binds
+``run(ctx, stop)`` builds the query layer over the store the process owns (what may be asked for
+is what ``store`` keeps: ``retention_days`` and the rollups' days), binds
 ``settings.api.host:port`` itself (so a taken port is a clear error, and port 0 works), and serves
 in the calling thread until ``stop`` is set. It registers nothing global: no signal handlers, no
 logging configuration; the API's health is published in ``ctx.health["api"]``.
@@ -19,8 +20,9 @@ import uvicorn
 from fastapi import FastAPI
 
 from pipeline.errors import ConfigError, StoreError
-from pipeline.stage import StageContext
+from pipeline.stage import CoreSettings, StageContext
 from ui.api.app import ApiStats, create_app
+from ui.api.client import http_url
 from ui.api.commands import CommandPublisher
 from ui.query.layer import Query
 from ui.query.params import Limits
@@ -60,7 +62,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 def url_of(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    return http_url(host, port)
 
 
 def serve(app: FastAPI, sock: socket.socket, stop: threading.Event) -> None:
@@ -97,7 +99,7 @@ def start_background(app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> Ru
     return Running(url, stop, thread)
 
 
-def _probes(ctx: StageContext) -> dict[str, dict[str, Any]]:
+def _probes(ctx: StageContext[CoreSettings]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, probe in list(ctx.health.items()):
         if name == "api":
@@ -109,13 +111,13 @@ def _probes(ctx: StageContext) -> dict[str, dict[str, Any]]:
     return out
 
 
-def run(ctx: StageContext, stop: threading.Event) -> None:
+def run(ctx: StageContext[CoreSettings], stop: threading.Event) -> None:
     """The api role's loop."""
     if ctx.store is None:
         raise StoreError("the api role needs a store: run it with ingest (embedded chDB) or "
                          "set store.kind: clickhouse")
     settings = ctx.settings.api
-    query = Query(ctx.store, lambda: ctx.topology, Limits(max_points=settings.max_points))
+    query = Query(ctx.store, lambda: ctx.topology, Limits.for_store(ctx.settings.store, settings))
     publisher = CommandPublisher(ctx.bus, ctx.topics)
     stats = ApiStats()
     app = create_app(query, probes=lambda: _probes(ctx), publisher=publisher, stats=stats,

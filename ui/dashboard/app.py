@@ -1,9 +1,9 @@
-"""The Streamlit ops dashboard: ``streamlit run ui/dashboard/app.py [-- --api URL]``.
+"""The Streamlit ops dashboard: ``rocewatch dashboard``, or by hand
+``streamlit run ui/dashboard/app.py [-- --api URL --refresh SECONDS]``.
 
-It reads only the rocewatch API over HTTP (never the store: chDB belongs to the API's process).
-The API's address comes from ``--api``, else ``ROCEWATCH_DASHBOARD__API_URL``, else the config
-file named by ``ROCEWATCH_CONFIG`` (``dashboard.api_url``, or ``api.host``/``api.port``), else
-``http://127.0.0.1:8080``. The live part re-runs every few seconds (``dashboard.refresh_s``).
+It reads only the rocewatch API over HTTP (never the store: chDB belongs to the API's process),
+and no configuration file: its command line says where the API is and how often the live part
+re-runs, and the command token comes from the environment (:mod:`ui.dashboard.launch`).
 
 Top to bottom: a banner saying what is wrong (or that nothing is, or that there is no data), the
 counts, the fabric picture beside the list of who is not ok and why, then the incidents with their
@@ -13,16 +13,18 @@ evidence and symptoms, one port's charts, and the actions audit.
 from __future__ import annotations
 
 import html
+import os
 import sys
 
 import streamlit as st
 
 from pipeline.errors import ConfigError, QueryError, StoreError
-from ui.api.client import ApiClient, configured_token, configured_url
+from ui.api.client import ApiClient
 from ui.dashboard import actions as dash_actions
 from ui.dashboard import fabric as dash_fabric
 from ui.dashboard import incidents as dash_incidents
 from ui.dashboard import port as dash_port
+from ui.dashboard.launch import DashboardOptions, parse
 from ui.dashboard.style import dot
 from ui.query.timefmt import clock_time, date_time
 from ui.query.views import FabricStatus, TopologyView
@@ -30,24 +32,14 @@ from ui.query.views import FabricStatus, TopologyView
 REFRESH_CHOICES = (0.0, 2.0, 5.0, 10.0, 30.0)
 
 
-def settings() -> tuple[str, float]:
-    """The API URL and the refresh period: ``--api URL`` after ``--``, else the configuration
-    (:func:`ui.api.client.configured_url`)."""
-    url, refresh = configured_url()
-    argv = sys.argv
-    if "--api" in argv and argv.index("--api") + 1 < len(argv):
-        return argv[argv.index("--api") + 1], refresh
-    return url, refresh
-
-
 @st.cache_resource
-def _client(url: str) -> ApiClient:
-    return ApiClient(url, timeout_s=15.0, token=configured_token())
+def _client(options: DashboardOptions) -> ApiClient:
+    return ApiClient(options.api_url, timeout_s=15.0, token=options.token)
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def _topology(url: str) -> TopologyView:
-    return _client(url).topology()
+def _topology(options: DashboardOptions) -> TopologyView:
+    return _client(options).topology()
 
 
 def _investigate(port: str) -> None:
@@ -103,12 +95,13 @@ def _port_section(client: ApiClient, topo: TopologyView, status: FabricStatus) -
         dash_port.drill_down(client, topo, device, port, span or "15m")
 
 
-def live(url: str, search: str, user: str) -> None:
+def live(options: DashboardOptions, search: str, user: str) -> None:
     """Everything that refreshes: one status read, then each section."""
-    client = _client(url)
+    client = _client(options)
+    url = options.api_url
     try:
         status = client.status(top=10)
-        topo = _topology(url)
+        topo = _topology(options)
     except StoreError as exc:
         st.error(f"Cannot reach the rocewatch API: {exc}")
         st.html(_nodata_html(f"No data: the API at {url} does not answer."))
@@ -148,7 +141,7 @@ def _nodata_html(text: str) -> str:
 def main() -> None:
     st.set_page_config(page_title="rocewatch", page_icon="🛰️", layout="wide")
     try:
-        url, refresh = settings()
+        options = parse(sys.argv[1:], os.environ)
     except ConfigError as exc:
         st.error(f"Dashboard configuration: {exc}")
         return
@@ -157,14 +150,16 @@ def main() -> None:
         st.caption("RoCE fabric operations")
         search = st.text_input("Search", key="search", placeholder="leaf3, host12, pfc_storm…",
                                help="narrows the not-ok list and the incidents").strip()
+        refresh = options.refresh_s
         default = refresh if refresh in REFRESH_CHOICES else REFRESH_CHOICES[1]
         every = st.selectbox("Auto-refresh", REFRESH_CHOICES,
                              index=REFRESH_CHOICES.index(default), key="refresh",
                              format_func=lambda s: f"every {s:g} s" if s else "off")
         user = st.text_input("Your name (for commands)", key="user", value="")
+        url = options.api_url
         st.markdown(f"[API docs]({url}/docs) · [health]({url}/healthz)")
     st.subheader("Fabric status")
-    st.fragment(run_every=every or None)(live)(url, search, user)
+    st.fragment(run_every=every or None)(live)(options, search, user)
 
 
 main()

@@ -72,7 +72,7 @@ class Query:
         self.store = store
         # the platform learns its topology at some point: a callable reads the current one
         self._topology = topology if callable(topology) else (lambda: topology)
-        self.limits = limits or p.Limits()
+        self.limits = limits or p.Limits.for_store(store.settings)
         self.options = options or StatusOptions()
         self.clock = FabricClock(store, wall, silent_after_s=self.options.silent_after_s)
         self._devices_lock = threading.Lock()
@@ -127,6 +127,9 @@ class Query:
         p.check_points(buckets, series_count, step_ns, self.limits)
         rollup = pick_rollup(how_source, rng.span_ns, step_ns, rng.start_ns, clock.now_ns,
                              self.limits, self.rollups())
+        p.check_kept(rng.start_ns, clock.now_ns, self.limits,
+                     "raw samples" if rollup is None else f"the {rollup.name} rollup",
+                     None if rollup is None else rollup.name)
         # one statement per kind: every counter together, every gauge together
         found: dict[str, Triple] = {}
         requests = [SeriesRequest(device, port, tuple(group), q, rng, step_ns, kind)
@@ -202,11 +205,14 @@ class Query:
             raise QueryError("give either at (state at a time) or start/end (a range), not both")
         if start is not None or end is not None:
             rng = p.parse_range(start, end, clock.now_ns, self.limits, default_span_ns=3600 * NS)
+            p.check_kept(rng.start_ns, clock.now_ns, self.limits, "alerts")
             sql = episodes_sql(self.store, rng.start_ns, rng.end_ns, flt, lim)
             found = self._touching(rows_to_alerts(self.store.query(sql)), touching)
             return AlertList(clock=clock, mode="range", start_ns=rng.start_ns,
                              end_ns=rng.end_ns, alerts=found)
         at_ns = p.parse_time(at, clock.now_ns, "at") if at is not None else None
+        if at_ns is not None:
+            p.check_kept(at_ns, clock.now_ns, self.limits, "alerts")
         sql = state_sql(self.store, at_ns, flt, firing_only=True, limit=lim)
         found = self._touching(rows_to_alerts(self.store.query(sql)), touching)
         return AlertList(clock=clock, mode="active" if at_ns is None else "at", at_ns=at_ns,
@@ -254,6 +260,7 @@ class Query:
         """The audit trail in a range (default: the last 24 hours), newest first."""
         clock = self.clock.now()
         rng = p.parse_range(start, end, clock.now_ns, self.limits, default_span_ns=86400 * NS)
+        p.check_kept(rng.start_ns, clock.now_ns, self.limits, "actions")
         flt = ActionFilter(
             actions=tuple(p.check_name(a, "action") for a in _names(action)),
             targets=tuple(p.check_name(t, "entity") for t in _names(target)),

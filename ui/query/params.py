@@ -15,14 +15,18 @@ time in the store (see :mod:`ui.query.clock`), not this process's wall clock: a 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
+from pipeline.config import ApiSettings, StoreSettings
 from pipeline.errors import QueryError
 from pipeline.metrics import CATALOG, METRIC_ID, Kind, Metric
+from pipeline.store.base import rollup_retention
 from pipeline.times import format_duration, parse_instant
 from pipeline.times import parse_duration as parse_span
 
 NS = 1_000_000_000
+DAY_NS = 86400 * NS
 
 _DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _PORT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,62}$")
@@ -35,9 +39,15 @@ _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 human = format_duration
 
 
+def _kept_ns(store: StoreSettings) -> dict[str, int]:
+    """How long the store keeps each rollup, by rollup name."""
+    return {name: days * DAY_NS for name, days in rollup_retention(store).items()}
+
+
 @dataclass(frozen=True)
 class Limits:
-    """The bounds every request is checked against."""
+    """The bounds every request is checked against; what the store keeps comes from its settings
+    (:meth:`for_store`), the defaults are those of a store with the default settings."""
 
     max_points: int = 20_000
     max_range_ns: int = 400 * 86400 * NS
@@ -45,13 +55,35 @@ class Limits:
     max_raw_range_ns: int = 3 * 86400 * NS
     #: with source=auto, ranges up to this long are read from raw samples
     raw_auto_span_ns: int = 6 * 3600 * NS
-    #: raw samples older than this are gone (the store's retention): read the rollups
-    raw_retention_ns: int = 14 * 86400 * NS
+    #: raw samples, alerts and actions older than this are gone (``store.retention_days``):
+    #: samples are read from the rollups, alerts and actions are refused
+    raw_retention_ns: int = StoreSettings().retention_days * DAY_NS
+    #: how long each rollup keeps its buckets, by rollup name (``store.rollup_1m_days``, ...)
+    rollup_retention_ns: Mapping[str, int] = field(
+        default_factory=lambda: _kept_ns(StoreSettings()))
     min_step_ns: int = NS // 10
     max_step_ns: int = 86400 * NS
     max_rows: int = 5_000
     #: how many buckets a series aims for when the caller gives no step
     target_points: int = 360
+
+    @classmethod
+    def for_store(cls, store: StoreSettings, api: ApiSettings | None = None) -> Limits:
+        """The bounds of an API over a store configured by ``store``: nothing older than the store
+        keeps may be asked for; ``api`` sets the point budget."""
+        limits = cls(raw_retention_ns=store.retention_days * DAY_NS,
+                     rollup_retention_ns=_kept_ns(store))
+        return limits if api is None else replace(limits, max_points=api.max_points)
+
+
+def check_kept(start_ns: int, now_ns: int, limits: Limits, what: str,
+               rollup: str | None = None) -> None:
+    """Refuse a request that starts before the oldest data the store keeps of ``what`` (raw
+    rows, or the named rollup's buckets): an empty answer there would be a wrong answer."""
+    kept_ns = limits.raw_retention_ns if rollup is None else limits.rollup_retention_ns[rollup]
+    if start_ns < now_ns - kept_ns:
+        raise QueryError(f"the request reaches {(now_ns - start_ns) / DAY_NS:.1f} days back; the "
+                         f"store keeps {what} for {human(kept_ns)}: ask for a later time")
 
 
 def parse_duration(text: str | int | float, what: str = "duration") -> int:
@@ -187,4 +219,3 @@ def is_counter(metric: Metric) -> bool:
 def _show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-

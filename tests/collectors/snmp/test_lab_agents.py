@@ -6,7 +6,6 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from pipeline.config import PluginSpec
 from pipeline.model import FLAG_COUNTER32, FLAG_RESET
 from pipeline.stage import StageContext
 from pipeline.wire.samples import decode_batch
+from rocewatch.settings import Settings
 from tests.collectors.conftest import Running, Sink
 
 SCENARIO = """
@@ -135,7 +135,7 @@ def test_collect_role_runs_both_collectors_against_the_lab(lab: Any) -> None:
     bus = MemoryBus(partitions=2)
     topics = Topics("lab.")
     bus.ensure_topics(topics.all())
-    ctx = StageContext(SimpleNamespace(collectors=specs), bus, topics)
+    ctx = StageContext(Settings(collectors=specs), bus, topics)
     consumer = bus.consumer([topics.samples], "test")
     stop = threading.Event()
     thread = threading.Thread(target=runner.run, args=(ctx, stop), daemon=True)

@@ -193,18 +193,17 @@ def test_the_ingest_role_rolls_up_what_it_stores(bus: MemoryBus, topics: Topics,
                                                  batch_factory: Any) -> None:
     """The role runs the rollup job beside the loop: three minutes of event time in, the first
     two minutes rolled (the third is still open), on every backend."""
-    from types import SimpleNamespace
-
     from pipeline.ingest.loop import run
     from pipeline.stage import StageContext
     from pipeline.store.rollup.sql import floor_to
+    from rocewatch.settings import Settings
 
     ns, minute = 1_000_000_000, 60_000_000_000
     start = floor_to(time.time_ns() - 3600 * ns, minute)
     batch = batch_factory(devices=2, ports=2, seconds=180, start_ns=start)
     settings = store.settings.model_copy(
         update={"rollup_every_s": 0.2, "rollup_lateness_s": 0})
-    ctx = StageContext(SimpleNamespace(store=settings), bus, topics, store=store)
+    ctx = StageContext(Settings(store=settings), bus, topics, store=store)
     publish_batches(bus.producer(), topics, per_device(batch))
     stop = threading.Event()
     role = threading.Thread(target=run, args=(ctx, stop), daemon=True)

@@ -25,6 +25,7 @@ class RecordingStore:
         self.inner = inner
         self.dialect = inner.dialect
         self.database = inner.database
+        self.settings = inner.settings
         self.sql: list[str] = []
 
     def query(self, sql: str) -> Columns:

@@ -1,5 +1,6 @@
 """The api role's loop: serves on the configured address, reports its health, stops on request,
-names the setting when its port is taken, and leaves signal handlers alone."""
+names the setting when its port is taken, leaves signal handlers alone, and serves no further back
+than the configured store keeps."""
 
 from __future__ import annotations
 
@@ -7,18 +8,24 @@ import signal
 import socket
 import threading
 import time
-from types import SimpleNamespace
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 from pipeline.bus.base import Topics
 from pipeline.bus.memory import MemoryBus
-from pipeline.config import ApiSettings
+from pipeline.config import ApiSettings, StoreSettings
 from pipeline.errors import ConfigError, StoreError
 from pipeline.stage import StageContext
+from pipeline.store.base import open_store
+from rocewatch.settings import Settings
 from tests.ui.conftest import FabricStore
-from tests.ui.ui_fabric import FAULTY_LINK
+from tests.ui.ui_fabric import FAULTY_LINK, NS, batch, now_s
 from ui.api import server
 
 
@@ -29,9 +36,34 @@ def free_port() -> int:
         return port
 
 
-def context(fs: FabricStore, port: int) -> StageContext:
-    settings = SimpleNamespace(api=ApiSettings(host="127.0.0.1", port=port))
+def context(fs: FabricStore, port: int) -> StageContext[Settings]:
+    settings = Settings(api=ApiSettings(host="127.0.0.1", port=port))
     return StageContext(settings, MemoryBus(), Topics(), fs.fabric.topology, fs.store)
+
+
+def wait_up(url: str) -> httpx.Response:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return httpx.get(f"{url}/healthz", timeout=2)
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, "the API did not come up"
+            time.sleep(0.05)
+
+
+@contextmanager
+def serving(ctx: StageContext[Settings]) -> Iterator[str]:
+    """The api role's loop in a thread; its URL."""
+    stop = threading.Event()
+    thread = threading.Thread(target=server.run, args=(ctx, stop), daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{ctx.settings.api.port}"
+    try:
+        wait_up(url)
+        yield url
+    finally:
+        stop.set()
+        thread.join(10)
 
 
 def test_run_serves_until_stopped(fabric_store: FabricStore) -> None:
@@ -43,14 +75,7 @@ def test_run_serves_until_stopped(fabric_store: FabricStore) -> None:
     thread = threading.Thread(target=server.run, args=(ctx, stop), daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            resp = httpx.get(f"{url}/healthz", timeout=2)
-            break
-        except httpx.TransportError:
-            assert time.monotonic() < deadline, "the API did not come up"
-            time.sleep(0.05)
+    resp = wait_up(url)
     assert resp.json()["loops"]["ingest"] == {"alive": True}
     alerts = httpx.get(f"{url}/v1/alerts", params={"kind": "incident"}).json()["alerts"]
     assert [a["entity"] for a in alerts] == [FAULTY_LINK]
@@ -77,3 +102,46 @@ def test_the_api_role_needs_a_store(fabric_store: FabricStore) -> None:
     ctx.store = None
     with pytest.raises(StoreError, match="needs a store"):
         server.run(ctx, threading.Event())
+
+
+@pytest.mark.parametrize("retention_days", [14, 30])
+def test_the_configured_retention_bounds_how_far_back_the_api_serves(
+        chdb_dir: Path, retention_days: int) -> None:
+    """Samples from 20 days ago: a store configured to keep 14 days refuses to answer for that
+    time (an empty answer would be a wrong one), for samples and alerts alike; one keeping 30 days
+    serves them."""
+    now = now_s()
+    old = now - 20 * 86400 * NS
+    settings = Settings(
+        api=ApiSettings(host="127.0.0.1", port=free_port()),
+        store=StoreSettings(kind="chdb", chdb_path=str(chdb_dir), retention_days=retention_days,
+                            database=f"ret{uuid.uuid4().hex[:10]}"))
+    store = open_store(settings.store)
+    try:
+        store.insert_samples(batch([("leaf1", "Ethernet1", "queue_occupancy_bytes", 3,
+                                     np.array([old, now]), np.array([7.0, 9.0]), 0)]))
+        ctx = StageContext(settings, MemoryBus(), Topics(), None, store)
+        window = {"start": old - 60 * NS, "end": old + 60 * NS}
+        with serving(ctx) as url:
+            series = httpx.get(f"{url}/v1/series", params={
+                "device": "leaf1", "port": "Ethernet1", "metric": "queue_occupancy_bytes",
+                "qual": 3, "source": "raw", "step": "10s", **window})
+            alerts = httpx.get(f"{url}/v1/alerts", params=window)
+            recent = httpx.get(f"{url}/v1/series", params={
+                "device": "leaf1", "port": "Ethernet1", "metric": "queue_occupancy_bytes",
+                "qual": 3, "source": "raw", "start": "now-1m"})
+    finally:
+        store.execute(f"DROP DATABASE IF EXISTS {store.database}")
+        store.close()
+    assert recent.status_code == 200, recent.text
+    if retention_days < 20:
+        assert series.status_code == 400
+        assert "keeps raw samples for 14d" in series.json()["error"]
+        assert alerts.status_code == 400
+        assert "keeps alerts for 14d" in alerts.json()["error"]
+    else:
+        assert series.status_code == 200, series.text
+        [result] = series.json()["results"]
+        assert [v for _, v in result["series"][0]["points"] if v is not None] == [7.0]
+        assert alerts.status_code == 200, alerts.text
+        assert alerts.json()["mode"] == "range"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,8 @@ DASHBOARD = str(Path(__file__).parents[3] / "ui" / "dashboard" / "app.py")
 
 
 def run_dashboard(monkeypatch: pytest.MonkeyPatch, url: str) -> AppTest:
-    monkeypatch.setenv("ROCEWATCH_DASHBOARD__API_URL", url)
+    # what ``streamlit run ui/dashboard/app.py -- --api URL`` hands the script
+    monkeypatch.setattr(sys, "argv", [DASHBOARD, "--api", url])
     at = AppTest.from_file(DASHBOARD, default_timeout=30)
     at.run()
     assert not at.exception, at.exception
