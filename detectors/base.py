@@ -135,15 +135,15 @@ class Symptoms:
         self.active[key] = Alert(
             name=name, entity=entity, severity=severity, labels=dict(labels),
             annotations=dict(annotations or {}), evidence=_finite(evidence), ports=ports,
-            root_cause=False, confidence=1.0, starts_at_ns=int(onset_ns),
-            updated_at_ns=int(ts_ns), source=self.source)
+            root_cause=False, confidence=1.0, starts_ns=int(onset_ns),
+            updated_ns=int(ts_ns), source=self.source)
 
     def update(self, key: int, evidence: Mapping[str, float], ts_ns: int,
                severity: Severity | None = None) -> None:
         alert = self.active.get(key)
         if alert is None:
             return
-        change: dict[str, object] = {"evidence": _finite(evidence), "updated_at_ns": int(ts_ns)}
+        change: dict[str, object] = {"evidence": _finite(evidence), "updated_ns": int(ts_ns)}
         if severity is not None:
             change["severity"] = severity
         self.active[key] = alert.model_copy(update=change)

@@ -44,7 +44,7 @@ class AlertBook:
                 self.counts["firing"] += 1
                 out.append(alert)
                 continue
-            kept = alert.model_copy(update={"starts_at_ns": prev.starts_at_ns})
+            kept = alert.model_copy(update={"starts_ns": prev.starts_ns})
             self.firing[fp] = kept
             changed = any(getattr(kept, f) != getattr(prev, f) for f in _VERDICT)
             if changed or now_ns - self._published_ns[fp] >= self.update_every_ns:
@@ -54,9 +54,9 @@ class AlertBook:
         for fp in [fp for fp in self.firing if fp not in seen]:
             prev = self.firing.pop(fp)
             self._published_ns.pop(fp, None)
-            end = max(now_ns, prev.updated_at_ns)
+            end = max(now_ns, prev.updated_ns)
             self.counts["resolved"] += 1
-            out.append(prev.model_copy(update={"ends_at_ns": end, "updated_at_ns": end}))
+            out.append(prev.model_copy(update={"ends_ns": end, "updated_ns": end}))
         return out
 
     def active(self) -> list[Alert]:

@@ -228,7 +228,7 @@ class Alert(BaseModel):
     """A symptom on a port or link, or a root-cause incident on an entity.
 
     Identity is ``name`` + ``entity`` + ``labels`` (Alertmanager's label set, with ``alertname``);
-    the fingerprint hashes it. ``ends_at_ns`` is None while the alert fires.
+    the fingerprint hashes it. ``ends_ns`` is None while the alert fires.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -244,9 +244,9 @@ class Alert(BaseModel):
     confidence: float = 1.0
     explains: tuple[str, ...] = ()
     inhibited_by: str | None = None
-    starts_at_ns: int
-    updated_at_ns: int
-    ends_at_ns: int | None = None
+    starts_ns: int
+    updated_ns: int
+    ends_ns: int | None = None
     source: str = ""
 
     @property
@@ -259,7 +259,7 @@ class Alert(BaseModel):
 
     @property
     def firing(self) -> bool:
-        return self.ends_at_ns is None
+        return self.ends_ns is None
 
 
 ActionMode = Literal["dry_run", "approval", "auto"]

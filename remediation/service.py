@@ -159,7 +159,7 @@ class Remediation:
         if not alerts:
             return
         for alert in alerts:
-            self.clock.observe(alert.updated_at_ns)
+            self.clock.observe(alert.updated_ns)
         now = self.clock.now_ns()
         notify = alerts if self.settings.notify == "all" else [a for a in alerts if a.root_cause]
         self.alerting.ingest(notify, now)
@@ -200,11 +200,11 @@ class Remediation:
     def _silence_command(self, command: Silence | ExpireSilence, now: int) -> ActionResult:
         outcome: ActionOutcome
         if isinstance(command, Silence):
-            start = command.starts_at_ns or now
-            if command.ends_at_ns <= start:
+            start = command.starts_ns or now
+            if command.ends_ns <= start:
                 outcome, detail = "refused", "the silence ends before it starts"
             else:
-                sid = self.alerting.silence(command.matchers, start, command.ends_at_ns,
+                sid = self.alerting.silence(command.matchers, start, command.ends_ns,
                                             command.by, command.comment, sid=command.id[:16])
                 outcome, detail = "done", f"silence {sid} on {', '.join(command.matchers)}"
         elif self.alerting.expire(command.silence_id, now):
@@ -218,7 +218,7 @@ class Remediation:
 
     def page(self, alert: Alert) -> None:
         """Remediation's own alerts go through the lifecycle and onto the alerts topic."""
-        self.alerting.ingest([alert], max(alert.updated_at_ns, self.clock.now_ns()))
+        self.alerting.ingest([alert], max(alert.updated_ns, self.clock.now_ns()))
         self.producer.send(self.topics.alerts, encode_alerts([alert]), key=b"remediation")
 
     # -- the heartbeat's jobs ------------------------------------------------------------------

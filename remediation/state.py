@@ -23,7 +23,9 @@ from remediation.drains.runbook import Drainer
 from remediation.drains.runs import Run
 
 log = logging.getLogger("rocewatch.remediation.state")
-VERSION = 1
+VERSION = 2
+#: version 1 spelled the times of alerts and silences ``*_at_ns``; version 2 as everywhere else
+_V1_NAMES = {"starts_at_ns": "starts_ns", "updated_at_ns": "updated_ns", "ends_at_ns": "ends_ns"}
 
 
 def snapshot(drainer: Drainer | None, silences: Silences) -> dict[str, Any]:
@@ -60,9 +62,21 @@ def load(path: str | Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise ConfigError(f"remediation state {path} is unreadable ({exc}); move it aside to "
                           "start afresh, after checking no link is left drained") from exc
+    if isinstance(data, dict) and data.get("version") == 1:
+        upgraded: dict[str, Any] = _renamed(data)
+        return {**upgraded, "version": VERSION}
     if not isinstance(data, dict) or data.get("version") != VERSION:
         raise ConfigError(f"remediation state {path} is not version {VERSION}")
     return data
+
+
+def _renamed(value: Any) -> Any:
+    """A version-1 snapshot with its time fields under their version-2 names."""
+    if isinstance(value, dict):
+        return {_V1_NAMES.get(k, k): _renamed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v) for v in value]
+    return value
 
 
 def restore(data: dict[str, Any], drainer: Drainer | None, silences: Silences) -> None:

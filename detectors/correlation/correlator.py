@@ -90,7 +90,7 @@ class Correlator:
         consequence for as long as its symptom lasts, even after the cause has resolved (the
         symptom's own hysteresis outlives the cause by a few samples)."""
         def onset(f: Finding) -> int:
-            return min((a.starts_at_ns for a in f.defining), default=0)
+            return min((a.starts_ns for a in f.defining), default=0)
 
         others = [f for f in found if f.kind != ECMP_IMBALANCE]
         kept = []
@@ -150,7 +150,7 @@ class Correlator:
             flap = flaps[prev.entity]
             out.append(prev.model_copy(update={
                 "root_cause": False, "inhibited_by": flap.fingerprint, "explains": (),
-                "updated_at_ns": now}))
+                "updated_ns": now}))
         return out
 
 

@@ -35,11 +35,11 @@ class Finding:
 def evidence_ns(finding: Finding, now_ns: int) -> int:
     """The event time of the newest evidence an incident stands on (not the watermark of other
     devices' samples that happened to arrive in the same step)."""
-    return min(now_ns, max((a.updated_at_ns for a in finding.defining), default=now_ns))
+    return min(now_ns, max((a.updated_ns for a in finding.defining), default=now_ns))
 
 
 def to_alert(finding: Finding, explained: list[Alert], now_ns: int) -> Alert:
-    onset = min((a.starts_at_ns for a in finding.defining), default=now_ns)
+    onset = min((a.starts_ns for a in finding.defining), default=now_ns)
     annotations = {"summary": finding.summary} if finding.summary else {}
     return Alert(
         name=finding.kind, entity=finding.entity, severity=finding.severity,
@@ -47,5 +47,5 @@ def to_alert(finding: Finding, explained: list[Alert], now_ns: int) -> Alert:
         ports=tuple(sorted(set(finding.ports))), root_cause=True,
         confidence=round(max(0.0, min(1.0, finding.confidence)), 3),
         explains=tuple(sorted({a.fingerprint for a in explained})),
-        starts_at_ns=onset, updated_at_ns=evidence_ns(finding, now_ns), source="correlator",
+        starts_ns=onset, updated_ns=evidence_ns(finding, now_ns), source="correlator",
     )

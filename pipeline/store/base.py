@@ -80,14 +80,14 @@ def literal(value: object) -> str:
 def alert_columns(alerts: Sequence[Alert]) -> dict[str, list[Any]]:
     """Alerts as the ``alerts`` table's logical columns (times in ns)."""
     return {
-        "updated": [a.updated_at_ns for a in alerts],
+        "updated": [a.updated_ns for a in alerts],
         "fingerprint": [a.fingerprint for a in alerts],
         "name": [a.name for a in alerts],
         "entity": [a.entity for a in alerts],
         "severity": [a.severity.value for a in alerts],
         "status": ["firing" if a.firing else "resolved" for a in alerts],
-        "starts": [a.starts_at_ns for a in alerts],
-        "ends": [a.ends_at_ns or 0 for a in alerts],
+        "starts": [a.starts_ns for a in alerts],
+        "ends": [a.ends_ns or 0 for a in alerts],
         "root_cause": [int(a.root_cause) for a in alerts],
         "confidence": [float(a.confidence) for a in alerts],
         "ports": [list(a.ports) for a in alerts],

@@ -2,7 +2,7 @@
 
 Each element is the model's fields (``name``, ``entity``, ``severity``, ``labels``,
 ``annotations``, ``evidence``, ``ports``, ``root_cause``, ``confidence``, ``explains``,
-``inhibited_by``, ``starts_at_ns``, ``updated_at_ns``, ``ends_at_ns``, ``source``); the
+``inhibited_by``, ``starts_ns``, ``updated_ns``, ``ends_ns``, ``source``); the
 fingerprint is derived from the identity, never sent. A publisher keys its messages with its own
 name (``detect``, ``remediation``) so its changes stay in order.
 

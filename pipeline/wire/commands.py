@@ -67,13 +67,13 @@ class Repair(_Command):
 
 
 class Silence(_Command):
-    """Mute notifications of alerts matching every matcher, from ``starts_at_ns`` (0: now) to
-    ``ends_at_ns`` (event time, ns)."""
+    """Mute notifications of alerts matching every matcher, from ``starts_ns`` (0: now) to
+    ``ends_ns`` (event time, ns)."""
 
     kind: Literal["silence"] = "silence"
     matchers: tuple[str, ...] = Field(min_length=1)
-    starts_at_ns: int = Field(0, ge=0)
-    ends_at_ns: int = Field(gt=0)
+    starts_ns: int = Field(0, ge=0)
+    ends_ns: int = Field(gt=0)
 
     @field_validator("matchers")
     @classmethod

@@ -75,10 +75,10 @@ class Alerting:
         with self._lock:
             self.dispatcher.forget(notification.group_key, notification.receiver)
 
-    def silence(self, matchers: Iterable[str], starts_at_ns: int, ends_at_ns: int,
+    def silence(self, matchers: Iterable[str], starts_ns: int, ends_ns: int,
                 created_by: str, comment: str = "", sid: str = "") -> str:
         with self._lock:
-            return self.silences.add(matchers, starts_at_ns, ends_at_ns, created_by, comment,
+            return self.silences.add(matchers, starts_ns, ends_ns, created_by, comment,
                                      id=sid).id
 
     def expire(self, sid: str, now_ns: int) -> bool:

@@ -88,7 +88,7 @@ class Dispatcher:
         self.stats.received += 1
         fp = alert.fingerprint
         previous = self.alerts.get(fp)
-        if previous is not None and alert.updated_at_ns < previous.updated_at_ns:
+        if previous is not None and alert.updated_ns < previous.updated_ns:
             self.stats.stale += 1  # an older state delivered late: the newer one stands
             return
         if previous is None and not self._firing(alert, now_ns):
@@ -103,7 +103,7 @@ class Dispatcher:
                 group = self._new_group(route, gkey, labels, now_ns)
                 self.groups[gkey] = group
             member.add(gkey)
-            if alert.starts_at_ns + int(route.group_wait_s * NS) <= now_ns:
+            if alert.starts_ns + int(route.group_wait_s * NS) <= now_ns:
                 group.next_flush_ns = min(group.next_flush_ns, now_ns)
         for gkey in member:  # an alert stays in groups its severity took it out of
             self.groups[gkey].alerts[fp] = alert
@@ -196,7 +196,7 @@ class Dispatcher:
 
     @staticmethod
     def _firing(alert: Alert, now_ns: int) -> bool:
-        return alert.ends_at_ns is None or alert.ends_at_ns > now_ns
+        return alert.ends_ns is None or alert.ends_ns > now_ns
 
     def firing(self, now_ns: int) -> dict[str, Alert]:
         return {fp: a for fp, a in self.alerts.items() if self._firing(a, now_ns)}

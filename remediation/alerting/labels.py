@@ -57,4 +57,4 @@ def rfc3339(ns: int | None) -> str:
 
 def status(alert: Alert, at_ns: int) -> str:
     """``firing`` or ``resolved`` as of event time ``at_ns``."""
-    return "firing" if alert.ends_at_ns is None or alert.ends_at_ns > at_ns else "resolved"
+    return "firing" if alert.ends_ns is None or alert.ends_ns > at_ns else "resolved"

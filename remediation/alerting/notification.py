@@ -29,7 +29,7 @@ class Notification:
 
     def is_firing(self, alert: Alert) -> bool:
         """Whether ``alert`` fires as of this notification's event time."""
-        return alert.ends_at_ns is None or alert.ends_at_ns > self.at_ns
+        return alert.ends_ns is None or alert.ends_ns > self.at_ns
 
     @property
     def firing(self) -> tuple[Alert, ...]:
@@ -38,7 +38,7 @@ class Notification:
     @property
     def resolved(self) -> tuple[Alert, ...]:
         return tuple(a for a in self.alerts
-                     if a.ends_at_ns is not None and a.ends_at_ns <= self.at_ns)
+                     if a.ends_ns is not None and a.ends_ns <= self.at_ns)
 
     @property
     def status(self) -> Literal["firing", "resolved"]:

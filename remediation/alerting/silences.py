@@ -20,32 +20,32 @@ from pipeline.matchers import Matcher, match_all, parse_matcher, parse_matchers
 class Silence:
     id: str
     matchers: tuple[Matcher, ...]
-    starts_at_ns: int
-    ends_at_ns: int
+    starts_ns: int
+    ends_ns: int
     created_by: str = ""
     comment: str = ""
 
     def active(self, at_ns: int) -> bool:
-        return self.starts_at_ns <= at_ns < self.ends_at_ns
+        return self.starts_ns <= at_ns < self.ends_ns
 
     def mutes(self, labels: Mapping[str, str], at_ns: int) -> bool:
         return self.active(at_ns) and match_all(self.matchers, labels)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "matchers": [str(m) for m in self.matchers],
-                "starts_at_ns": self.starts_at_ns, "ends_at_ns": self.ends_at_ns,
+                "starts_ns": self.starts_ns, "ends_ns": self.ends_ns,
                 "created_by": self.created_by, "comment": self.comment}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Silence:
         return cls(str(data["id"]), tuple(parse_matcher(m) for m in data["matchers"]),
-                   int(data["starts_at_ns"]), int(data["ends_at_ns"]),
+                   int(data["starts_ns"]), int(data["ends_ns"]),
                    str(data.get("created_by", "")), str(data.get("comment", "")))
 
 
-def silence_id(matchers: Iterable[str], starts_at_ns: int, created_by: str) -> str:
+def silence_id(matchers: Iterable[str], starts_ns: int, created_by: str) -> str:
     """A deterministic id, so a command delivered twice makes one silence."""
-    text = "\0".join([*sorted(matchers), str(starts_at_ns), created_by])
+    text = "\0".join([*sorted(matchers), str(starts_ns), created_by])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -56,11 +56,11 @@ class Silences:
         self._by_id: dict[str, Silence] = {}
         self.retain_ns = retain_ns
 
-    def add(self, matchers: Iterable[str], starts_at_ns: int, ends_at_ns: int,
+    def add(self, matchers: Iterable[str], starts_ns: int, ends_ns: int,
             created_by: str = "", comment: str = "", id: str = "") -> Silence:
         texts = tuple(matchers)
-        sid = id or silence_id(texts, starts_at_ns, created_by)
-        silence = Silence(sid, parse_matchers(texts), starts_at_ns, ends_at_ns, created_by,
+        sid = id or silence_id(texts, starts_ns, created_by)
+        silence = Silence(sid, parse_matchers(texts), starts_ns, ends_ns, created_by,
                           comment)
         self._by_id[sid] = silence
         return silence
@@ -73,7 +73,7 @@ class Silences:
         silence = self._by_id.get(sid)
         if silence is None:
             return None
-        ended = replace(silence, ends_at_ns=min(silence.ends_at_ns, at_ns))
+        ended = replace(silence, ends_ns=min(silence.ends_ns, at_ns))
         self._by_id[sid] = ended
         return ended
 
@@ -87,8 +87,8 @@ class Silences:
         return any(s.mutes(labels, at_ns) for s in self._by_id.values())
 
     def gc(self, at_ns: int) -> None:
-        for sid in [s.id for s in self._by_id.values() if s.ends_at_ns + self.retain_ns < at_ns]:
+        for sid in [s.id for s in self._by_id.values() if s.ends_ns + self.retain_ns < at_ns]:
             del self._by_id[sid]
 
     def all(self) -> list[Silence]:
-        return sorted(self._by_id.values(), key=lambda s: (s.starts_at_ns, s.id))
+        return sorted(self._by_id.values(), key=lambda s: (s.starts_ns, s.id))

@@ -78,7 +78,7 @@ class Drainer:
             else:
                 self.incidents.pop(fp, None)
             for run in self.active.values():
-                if run.alert.fingerprint == fp and alert.updated_at_ns >= run.alert.updated_at_ns:
+                if run.alert.fingerprint == fp and alert.updated_ns >= run.alert.updated_ns:
                     run.alert = alert
             deferred = self.deferred.get(alert.entity)
             if deferred and deferred[0].alert.fingerprint == fp:
@@ -124,7 +124,7 @@ class Drainer:
                 self.halted = None
                 if self._halt_alert is not None:
                     self.page(self._halt_alert.model_copy(
-                        update={"ends_at_ns": now_ns, "updated_at_ns": now_ns}))
+                        update={"ends_ns": now_ns, "updated_ns": now_ns}))
                     self._halt_alert = None
             else:
                 detail = "automation was not stopped"
@@ -201,7 +201,7 @@ class Drainer:
             if not run.alert.firing:
                 self.steps.to(run, Phase.CANCELLED, "skipped", "the incident resolved before "
                               "it was confirmed", now_ns, step="confirm")
-            elif now_ns - run.alert.starts_at_ns >= g.confirm * NS:
+            elif now_ns - run.alert.starts_ns >= g.confirm * NS:
                 self._decide(run, now_ns)
         elif run.phase == Phase.AWAITING_APPROVAL:
             if not run.alert.firing:
@@ -299,7 +299,7 @@ class Drainer:
 
     def _incident_on(self, target: str, since_ns: int) -> bool:
         """A root-cause incident on ``target`` that started at or after ``since_ns`` fires."""
-        return any(a.entity == target and a.starts_at_ns >= since_ns
+        return any(a.entity == target and a.starts_ns >= since_ns
                    for a in self.incidents.values())
 
     def _silence(self, run: Run, now_ns: int, on: bool) -> None:
@@ -356,5 +356,5 @@ class Drainer:
         self._halt_alert = Alert(
             name=HALT_ALERT, entity="remediation", severity=Severity.CRITICAL,
             annotations={"summary": f"remediation stopped itself: {reason}"},
-            starts_at_ns=now_ns, updated_at_ns=now_ns, source="remediation")
+            starts_ns=now_ns, updated_ns=now_ns, source="remediation")
         self.page(self._halt_alert)

@@ -66,7 +66,7 @@ AFTER_STEPS = frozenset({"repair", "enable", "soak", "te_restore"})
 def run_id(proposal: Proposal, attempt: int = 1) -> str:
     """Deterministic per incident episode and attempt: a replayed incident makes the same run."""
     text = (f"{proposal.runbook}\0{proposal.target}\0{proposal.alert.fingerprint}\0"
-            f"{proposal.alert.starts_at_ns}\0{attempt}")
+            f"{proposal.alert.starts_ns}\0{attempt}")
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -41,12 +41,12 @@ class AlertmanagerOptions(HttpOptions):
 def postable(alert: Alert, at_ns: int, ends_after_s: float, generator_url: str = "") -> dict[
         str, Any]:
     """One alert in API v2's ``postableAlert`` shape."""
-    firing = alert.ends_at_ns is None or alert.ends_at_ns > at_ns
-    ends = at_ns + int(ends_after_s * 1e9) if firing else alert.ends_at_ns
+    firing = alert.ends_ns is None or alert.ends_ns > at_ns
+    ends = at_ns + int(ends_after_s * 1e9) if firing else alert.ends_ns
     return {
         "labels": alert.identity,
         "annotations": alert_annotations(alert),
-        "startsAt": rfc3339(alert.starts_at_ns),
+        "startsAt": rfc3339(alert.starts_ns),
         "endsAt": rfc3339(ends),
         "generatorURL": generator_url,
     }

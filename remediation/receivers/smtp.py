@@ -45,9 +45,9 @@ def email(n: Notification, sender: str, to: tuple[str, ...], prefix: str = "") -
     for alert in n.alerts:
         state = "FIRING" if n.is_firing(alert) else "RESOLVED"
         lines.append(f"{state} {alert.name} on {alert.entity}")
-        lines.append(f"  starts: {rfc3339(alert.starts_at_ns)}")
-        if alert.ends_at_ns is not None:
-            lines.append(f"  ends:   {rfc3339(alert.ends_at_ns)}")
+        lines.append(f"  starts: {rfc3339(alert.starts_ns)}")
+        if alert.ends_ns is not None:
+            lines.append(f"  ends:   {rfc3339(alert.ends_ns)}")
         lines.append(f"  fingerprint: {alert.fingerprint}")
         for key, value in sorted(alert_annotations(alert).items()):
             lines.append(f"  {key}: {value}")

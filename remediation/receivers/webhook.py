@@ -35,8 +35,8 @@ def alert_json(alert: Alert, at_ns: int, generator_url: str = "") -> dict[str, A
         "status": status(alert, at_ns),
         "labels": alert.identity,
         "annotations": alert_annotations(alert),
-        "startsAt": rfc3339(alert.starts_at_ns),
-        "endsAt": rfc3339(alert.ends_at_ns),
+        "startsAt": rfc3339(alert.starts_ns),
+        "endsAt": rfc3339(alert.ends_ns),
         "generatorURL": generator_url,
         "fingerprint": alert.fingerprint,
     }

@@ -111,12 +111,12 @@ def fill_alerts(store: Store, fabric: Fabric, episodes: int) -> int:
         start = fabric.start_ns + int(rng.integers(span))
         first = Alert(name=FAULTY_LINK if i % 3 else PFC_STORM, entity=link.id,
                       severity=Severity.CRITICAL, ports=(str(link.a), str(link.b)),
-                      starts_at_ns=start, updated_at_ns=start, evidence={"rate": 1.0 * i})
+                      starts_ns=start, updated_ns=start, evidence={"rate": 1.0 * i})
         alerts.append(first)
-        alerts.append(first.model_copy(update={"updated_at_ns": start + 30 * NS}))
+        alerts.append(first.model_copy(update={"updated_ns": start + 30 * NS}))
         if i < episodes - 40:  # the last few are still firing
             end = start + 90 * NS
-            alerts.append(first.model_copy(update={"updated_at_ns": end, "ends_at_ns": end}))
+            alerts.append(first.model_copy(update={"updated_ns": end, "ends_ns": end}))
         actions.append(ActionResult(action="drain", target=link.id, outcome="done",
                                     alert_fingerprint=first.fingerprint, at_ns=start + 5 * NS))
     store.insert_alerts(alerts)

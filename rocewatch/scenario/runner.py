@@ -97,8 +97,8 @@ def alert_entries(messages: Iterable[Alert], epoch_ns: int, end_s: float) -> lis
     out = []
     for states in by_fp.values():
         first, last = states[0], states[-1]
-        raised = first.updated_at_ns if first.firing else first.starts_at_ns
-        ended = last.ends_at_ns
+        raised = first.updated_ns if first.firing else first.starts_ns
+        ended = last.ends_ns
         severity = max((s.severity for s in states), key=lambda s: _SEVERITY_RANK[s])
         out.append({
             "kind": last.name, "entity": last.entity, "ports": list(last.ports),

@@ -21,7 +21,7 @@ S = 1_000_000_000
 
 
 def alert(name: str, t: int, **kw: object) -> Alert:
-    return Alert(name=name, entity="x", starts_at_ns=t * S, updated_at_ns=t * S, **kw)
+    return Alert(name=name, entity="x", starts_ns=t * S, updated_ns=t * S, **kw)
 
 
 def test_book_publishes_firing_updates_and_resolution_once_each():
@@ -30,11 +30,11 @@ def test_book_publishes_firing_updates_and_resolution_once_each():
     assert [a.firing for a in first] == [True]
     assert book.reconcile([alert("a", 2)], 2 * S) == []  # nothing changed
     changed = book.reconcile([alert("a", 3, severity="critical")], 3 * S)
-    assert changed and changed[0].starts_at_ns == 1 * S  # the identity keeps its start
+    assert changed and changed[0].starts_ns == 1 * S  # the identity keeps its start
     periodic = book.reconcile([alert("a", 13)], 13 * S)
     assert len(periodic) == 1
     resolved = book.reconcile([], 14 * S)
-    assert resolved[0].ends_at_ns == 14 * S and not resolved[0].firing
+    assert resolved[0].ends_ns == 14 * S and not resolved[0].firing
     assert book.reconcile([], 15 * S) == []
 
 
@@ -63,7 +63,7 @@ def test_engine_skips_garbage_and_publishes_alert_changes():
     assert engine.stats.undecodable == 1
     published = [a for m in reader.poll(0.2, 1000) for a in decode_alerts(m.value).items]
     storm = [a for a in published if a.name == "pfc_storm"]
-    assert storm and storm[0].entity == "host4" and at_s(storm[0].updated_at_ns) == 5.0
+    assert storm and storm[0].entity == "host4" and at_s(storm[0].updated_ns) == 5.0
 
 
 def test_run_loop_stops_and_reports_health():

@@ -28,7 +28,7 @@ def storm_history(epoch: int = EPOCH) -> list[SampleBatch]:
 
 
 def incidents(changes: list) -> set[tuple[str, str, int]]:
-    return {(a.name, a.entity, a.updated_at_ns) for a in changes if a.root_cause and a.firing}
+    return {(a.name, a.entity, a.updated_ns) for a in changes if a.root_cause and a.firing}
 
 
 def test_replay_from_the_store_raises_what_live_detection_raised(chdb_store):

@@ -54,8 +54,8 @@ def test_take_and_validate() -> None:
 def test_fingerprint_is_alertmanagers() -> None:
     # an empty label set hashes to FNV-1a 64's offset basis, as in prometheus/common
     assert fingerprint({}) == "cbf29ce484222325"
-    a = Alert(name="faulty_link", entity="leaf3~spine2", starts_at_ns=1, updated_at_ns=1)
-    b = a.model_copy(update={"updated_at_ns": 9, "evidence": {"fcs_rate": 1e-5}})
+    a = Alert(name="faulty_link", entity="leaf3~spine2", starts_ns=1, updated_ns=1)
+    b = a.model_copy(update={"updated_ns": 9, "evidence": {"fcs_rate": 1e-5}})
     assert a.fingerprint == b.fingerprint  # identity is the label set, not the state
     c = a.model_copy(update={"entity": "leaf3~spine1"})
     assert c.fingerprint != a.fingerprint

@@ -18,6 +18,6 @@ def at(seconds: float) -> int:
 def make_alert(name: str = "faulty_link", entity: str = "leaf1~spine1", start: float = 0.0,
                end: float | None = None, updated: float | None = None, **fields: Any) -> Alert:
     fields.setdefault("severity", Severity.CRITICAL)
-    return Alert(name=name, entity=entity, starts_at_ns=at(start),
-                 updated_at_ns=at(updated if updated is not None else (end or start)),
-                 ends_at_ns=at(end) if end is not None else None, **fields)
+    return Alert(name=name, entity=entity, starts_ns=at(start),
+                 updated_ns=at(updated if updated is not None else (end or start)),
+                 ends_ns=at(end) if end is not None else None, **fields)

@@ -72,7 +72,7 @@ def test_the_role_end_to_end_on_the_memory_bus(http_peer, tmp_path):
     out.send(topics.samples, clock_batch(20))
     out.send(topics.commands, b'{"kind": "approve"}')
     out.send(topics.commands, encode_command(Silence(
-        matchers=('entity="leaf9~spine9"',), ends_at_ns=at(3600), by="alice")))
+        matchers=('entity="leaf9~spine9"',), ends_ns=at(3600), by="alice")))
     out.send(topics.commands, encode_command(Approve(target=LINK, by="bob")))
 
     records: list[ActionResult] = []

@@ -31,7 +31,7 @@ def test_every_kind_has_a_runbook(kind: str) -> None:
 
 
 def test_alerts_link_their_runbook_and_symptoms_do_not() -> None:
-    incident = Alert(name="faulty_link", entity="leaf1~spine1", starts_at_ns=1, updated_at_ns=1)
+    incident = Alert(name="faulty_link", entity="leaf1~spine1", starts_ns=1, updated_ns=1)
     symptom = incident.model_copy(update={"name": "fcs_errors", "root_cause": False})
     assert alert_annotations(incident)["runbook"] == "remediation/runbooks/faulty_link.md"
     assert "runbook" not in alert_annotations(symptom)

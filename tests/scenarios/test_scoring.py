@@ -73,14 +73,14 @@ def test_a_flap_counts_from_the_link_down_it_superseded():
 def test_report_entries_keep_the_first_raise_the_last_verdict_and_only_detection_alerts():
     base = {"entity": "leaf7~spine1", "ports": ("leaf7:Ethernet5",)}
     states = [
-        Alert(name="link_down", starts_at_ns=91 * S, updated_at_ns=92 * S, source="correlator",
+        Alert(name="link_down", starts_ns=91 * S, updated_ns=92 * S, source="correlator",
               severity="critical", **base),
-        Alert(name="link_down", starts_at_ns=91 * S, updated_at_ns=93 * S, source="correlator",
+        Alert(name="link_down", starts_ns=91 * S, updated_ns=93 * S, source="correlator",
               root_cause=False, inhibited_by="f", **base),
-        Alert(name="link_down", starts_at_ns=91 * S, updated_at_ns=94 * S, ends_at_ns=94 * S,
+        Alert(name="link_down", starts_ns=91 * S, updated_ns=94 * S, ends_ns=94 * S,
               source="correlator", root_cause=False, **base),
-        Alert(name="remediation_halted", entity="remediation", starts_at_ns=95 * S,
-              updated_at_ns=95 * S, source="remediation"),
+        Alert(name="remediation_halted", entity="remediation", starts_ns=95 * S,
+              updated_ns=95 * S, source="remediation"),
     ]
     entries = alert_entries(states, epoch_ns=0, end_s=200.0)
     assert entries == [{"kind": "link_down", "entity": "leaf7~spine1",
@@ -92,8 +92,8 @@ def test_action_entries_name_what_was_acted_on():
     from pipeline.model import ActionResult
     from rocewatch.scenario.runner import action_entries
 
-    incident = Alert(name="faulty_link", entity="leaf3~spine2", starts_at_ns=50 * S,
-                     updated_at_ns=51 * S, source="correlator")
+    incident = Alert(name="faulty_link", entity="leaf3~spine2", starts_ns=50 * S,
+                     updated_ns=51 * S, source="correlator")
     actions = [
         ActionResult(action="drain", target="leaf3~spine2", alert_fingerprint=incident.fingerprint,
                      mode="dry_run", outcome="done", at_ns=60 * S),

@@ -101,24 +101,24 @@ def write_fabric(store: Store, end_ns: int | None = None, duration_s: int = 300,
 
     incident = Alert(
         name="faulty_link", entity=FAULTY_LINK, severity=Severity.CRITICAL,
-        ports=(str(link.a), str(link.b)), starts_at_ns=fault_ns + 3 * NS,
-        updated_at_ns=fault_ns + 3 * NS, confidence=0.97, source="correlator",
+        ports=(str(link.a), str(link.b)), starts_ns=fault_ns + 3 * NS,
+        updated_ns=fault_ns + 3 * NS, confidence=0.97, source="correlator",
         annotations={"summary": f"{FAULTY_LINK} corrupts frames: both ends count FCS errors"},
         evidence={"fcs_errors_per_s": 500.0})
     symptoms = [
         Alert(name="fcs_errors", entity=str(port), severity=Severity.CRITICAL, ports=(str(port),),
-              root_cause=False, inhibited_by=incident.fingerprint, starts_at_ns=fault_ns + 2 * NS,
-              updated_at_ns=fault_ns + 2 * NS, source="ports", evidence={"rate": 500.0})
+              root_cause=False, inhibited_by=incident.fingerprint, starts_ns=fault_ns + 2 * NS,
+              updated_ns=fault_ns + 2 * NS, source="ports", evidence={"rate": 500.0})
         for port in (link.a, link.b)
     ]
     incident = incident.model_copy(update={
-        "explains": tuple(s.fingerprint for s in symptoms), "updated_at_ns": fault_ns + 5 * NS})
+        "explains": tuple(s.fingerprint for s in symptoms), "updated_ns": fault_ns + 5 * NS})
     host1 = topo.host_by_name["host1"]
     storm = Alert(name="pfc_storm", entity="host1", severity=Severity.CRITICAL,
-                  ports=(str(host1.port),), starts_at_ns=start_ns + 20 * NS,
-                  updated_at_ns=start_ns + 20 * NS, source="correlator")
-    resolved = storm.model_copy(update={"updated_at_ns": start_ns + 60 * NS,
-                                        "ends_at_ns": start_ns + 60 * NS})
+                  ports=(str(host1.port),), starts_ns=start_ns + 20 * NS,
+                  updated_ns=start_ns + 20 * NS, source="correlator")
+    resolved = storm.model_copy(update={"updated_ns": start_ns + 60 * NS,
+                                        "ends_ns": start_ns + 60 * NS})
     store.insert_alerts([storm, resolved, *symptoms, incident])
     actions = [
         ActionResult(action="notify", target=FAULTY_LINK, alert_fingerprint=incident.fingerprint,

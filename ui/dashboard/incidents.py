@@ -87,7 +87,7 @@ def _command_form(client: ApiClient, inc: Incident, user: str) -> None:
         body.update(target=inc.entity, action=comment or "repaired")
     else:
         body.update(matchers=[f"alertname={inc.name}", f"entity={inc.entity}"],
-                    ends_at_ns=client.clock().now_ns + 2 * 3600 * 1_000_000_000)
+                    ends_ns=client.clock().now_ns + 2 * 3600 * 1_000_000_000)
     try:
         answer = client.command(body)
     except (QueryError, StoreError) as exc:

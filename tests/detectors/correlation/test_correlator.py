@@ -19,13 +19,13 @@ S = 1_000_000_000
 def sym(name: str, port: str, t: float = 10.0, **evidence: float) -> Alert:
     ns = T0 + round(t * 1e9)
     return Alert(name=name, entity=port, ports=(port,), root_cause=False, evidence=evidence,
-                 labels={"port": port}, starts_at_ns=ns - 1_000_000_000, updated_at_ns=ns)
+                 labels={"port": port}, starts_ns=ns - 1_000_000_000, updated_ns=ns)
 
 
 def device_sym(name: str, device: str, t: float = 10.0, **evidence: float) -> Alert:
     ns = T0 + round(t * 1e9)
     return Alert(name=name, entity=device, root_cause=False, evidence=evidence,
-                 starts_at_ns=ns - 1_000_000_000, updated_at_ns=ns)
+                 starts_ns=ns - 1_000_000_000, updated_ns=ns)
 
 
 def correlate(topo: Topology, symptoms: list[Alert], corr: Correlator | None = None,

@@ -28,7 +28,7 @@ def test_link_down_confirmed_by_two_samples_names_the_link(topo, feed):
     run(chain, feed, 1)
     incident = active(chain)[("link_down", "leaf1~spine1")]
     assert incident.root_cause and set(incident.ports) == {A, B}
-    assert incident.confidence == 1.0 and at_s(incident.updated_at_ns) == 5.0
+    assert incident.confidence == 1.0 and at_s(incident.updated_ns) == 5.0
 
 
 def test_admin_down_is_a_drain_not_a_fault(topo, feed):

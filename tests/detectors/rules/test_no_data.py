@@ -41,6 +41,6 @@ def test_a_silent_switch_is_no_data_on_event_time(topo, feed):
         chain.observe([b for b in feed.tick() if b.devices != ("leaf1",)])
     state = active(chain)[("no_data", "leaf1")]
     assert state.evidence["silent_s"] > 3.0
-    assert at_s(state.updated_at_ns) <= 8.0
+    assert at_s(state.updated_ns) <= 8.0
     run(chain, feed, 1)
     assert not active(chain)

@@ -19,7 +19,7 @@ def test_stuck_nic_fires_pfc_storm_on_the_second_sample(topo, profile):
     run(chain, feed, 1)
     storm = active(chain)[("pfc_storm", "host1")]
     assert storm.root_cause and storm.ports == ("leaf1:Ethernet1",)
-    assert at_s(storm.updated_at_ns) == 5.0
+    assert at_s(storm.updated_ns) == 5.0
 
 
 def test_a_storm_that_starts_mid_interval_counts_its_onset_sample(topo, feed):
@@ -44,8 +44,8 @@ def test_storm_resolves_only_after_clean_samples(topo, feed):
     changes = run(chain, feed, 2)
     assert ("pfc_storm", "host1") in active(chain)  # hysteresis: 3 clean samples
     changes = run(chain, feed, 1)
-    resolved = [a for a in changes if a.name == "pfc_storm" and a.ends_at_ns]
-    assert resolved and at_s(resolved[0].ends_at_ns) == 8.0
+    resolved = [a for a in changes if a.name == "pfc_storm" and a.ends_ns]
+    assert resolved and at_s(resolved[0].ends_ns) == 8.0
 
 
 def test_no_storm_when_the_drain_is_unknown(topo, feed):

@@ -154,7 +154,7 @@ def test_alerts_and_actions_are_ingested(bus: MemoryBus, topics: Topics,
     from pipeline.model import Alert
 
     now = time.time_ns()
-    alert = Alert(name="PfcStorm", entity="leaf0:Ethernet0", starts_at_ns=now, updated_at_ns=now)
+    alert = Alert(name="PfcStorm", entity="leaf0:Ethernet0", starts_ns=now, updated_ns=now)
     action = ActionResult(action="notify", target="oncall", outcome="done", at_ns=now)
     producer = bus.producer()
     producer.send(topics.alerts, encode_alerts([alert]))

@@ -149,7 +149,7 @@ def _alert(now: int, **kw: Any) -> Alert:
         name="PfcStorm", entity="leaf0:Ethernet0", severity=Severity.CRITICAL,
         labels={"device": "leaf0", "port": "Ethernet0"}, annotations={"summary": "pauses"},
         evidence={"pause_ratio": 0.7}, ports=("leaf0:Ethernet0", "spine0:Ethernet4"),
-        explains=("abc",), starts_at_ns=now, updated_at_ns=now)
+        explains=("abc",), starts_ns=now, updated_ns=now)
     base.update(kw)
     return Alert(**base)
 
@@ -164,7 +164,7 @@ def alerts_sql(store: Store) -> str:
 def test_alerts_round_trip_and_repeats_collapse(store: Store) -> None:
     now = (time.time_ns() // NS) * NS
     firing = _alert(now)
-    resolved = _alert(now, updated_at_ns=now + 5 * NS, ends_at_ns=now + 5 * NS)
+    resolved = _alert(now, updated_ns=now + 5 * NS, ends_ns=now + 5 * NS)
     store.insert_alerts([firing])
     store.insert_alerts([firing, resolved])  # the first delivered twice
     got = store.query(alerts_sql(store))

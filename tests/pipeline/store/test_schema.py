@@ -25,29 +25,40 @@ from pipeline.store.schema import (
 )
 
 NS = 1_000_000_000
-#: model field → table column where the names differ
-RENAMED = {"ts_ns": "ts", "starts_at_ns": "starts", "updated_at_ns": "updated",
-           "ends_at_ns": "ends", "at_ns": "at"}
+TIME_FIELDS = {"ts_ns", "starts_ns", "updated_ns", "ends_ns", "at_ns"}
 #: columns computed from the model rather than stored in a field
 DERIVED = {"fingerprint", "status"}
 #: batch fields that are encodings (vocabularies), not columns
 VOCABULARIES = {"devices", "ports"}
 
 
+def column_of(field: str) -> str:
+    """One name for each thing: a time field ``<name>_ns`` is the time column ``<name>`` (whose
+    legacy rendering stores the nanoseconds as ``<name>_ns`` again); every other field keeps its
+    name."""
+    return field.removesuffix("_ns") if field in TIME_FIELDS else field
+
+
+def test_time_fields_are_the_tables_time_columns() -> None:
+    times = {c.name for t in TABLES for c in t.columns if c.type == "time"}
+    assert times == {column_of(f) for f in TIME_FIELDS}
+    assert {LEGACY.stored(c) for c in times} == TIME_FIELDS
+
+
 def test_sample_batch_fields_are_the_samples_columns() -> None:
     fields = [f.name for f in dataclasses.fields(SampleBatch) if f.name not in VOCABULARIES]
-    assert [RENAMED.get(f, f) for f in fields] == SAMPLES.column_names()
+    assert [column_of(f) for f in fields] == SAMPLES.column_names()
 
 
 def test_alert_fields_are_the_alerts_columns() -> None:
-    fields = {RENAMED.get(f, f) for f in Alert.model_fields}
+    fields = {column_of(f) for f in Alert.model_fields}
     columns = set(ALERTS.column_names())
     assert fields == columns - DERIVED
     assert list(alert_columns([])) == ALERTS.column_names()
 
 
 def test_action_fields_are_the_actions_columns() -> None:
-    fields = {RENAMED.get(f, f) for f in ActionResult.model_fields}
+    fields = {column_of(f) for f in ActionResult.model_fields}
     assert fields == set(ACTIONS.column_names())
     assert list(action_columns([])) == ACTIONS.column_names()
 

@@ -43,7 +43,7 @@ def test_an_unreadable_message_is_parked_with_its_origin_and_reason() -> None:
 
 def test_a_message_with_some_bad_items_keeps_the_good_and_parks_the_rest() -> None:
     _, letters, watcher = setup()
-    good = Alert(name="pfc_storm", entity="host3", starts_at_ns=1, updated_at_ns=2)
+    good = Alert(name="pfc_storm", entity="host3", starts_ns=1, updated_ns=2)
     value = b"[" + encode_alerts([good])[1:-1] + b', {"name": 5}, 3]'
     got = letters.read_items(Message(TOPICS.alerts, 0, 9, None, value), decode_alerts)
     assert isinstance(got, Decoded) and got.items == [good]
@@ -56,7 +56,7 @@ def test_a_message_with_some_bad_items_keeps_the_good_and_parks_the_rest() -> No
 
 def test_a_good_message_parks_nothing() -> None:
     _, letters, watcher = setup()
-    good = Alert(name="pfc_storm", entity="host3", starts_at_ns=1, updated_at_ns=2)
+    good = Alert(name="pfc_storm", entity="host3", starts_ns=1, updated_ns=2)
     got = letters.read_items(Message(TOPICS.alerts, 0, 1, None, encode_alerts([good])),
                              decode_alerts)
     assert isinstance(got, Decoded) and got.items == [good] and got.bad == ()

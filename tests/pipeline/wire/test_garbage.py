@@ -29,8 +29,8 @@ def _good_samples() -> bytes:
 
 
 def _good_alerts() -> bytes:
-    return encode_alerts([Alert(name="pfc_storm", entity="host3", starts_at_ns=1,
-                                updated_at_ns=2)])
+    return encode_alerts([Alert(name="pfc_storm", entity="host3", starts_ns=1,
+                                updated_ns=2)])
 
 
 def _good_actions() -> bytes:

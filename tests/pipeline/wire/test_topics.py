@@ -36,8 +36,8 @@ def alert(**over: Any) -> Alert:
         "labels": {"zone": "a"}, "annotations": {"summary": "FCS errors on both ends"},
         "evidence": {"fcs_rate": 1.5e-5}, "ports": ("leaf3:Ethernet1", "spine2:Ethernet3"),
         "root_cause": True, "confidence": 0.9, "explains": ("abc",), "inhibited_by": None,
-        "starts_at_ns": 1_700_000_000_000_000_000, "updated_at_ns": 1_700_000_010_000_000_000,
-        "ends_at_ns": None, "source": "corruption"}
+        "starts_ns": 1_700_000_000_000_000_000, "updated_ns": 1_700_000_010_000_000_000,
+        "ends_ns": None, "source": "corruption"}
     fields.update(over)
     return Alert(**fields)
 
@@ -58,7 +58,7 @@ def test_samples_round_trip(batch_factory: Any) -> None:
 
 
 def test_alerts_round_trip() -> None:
-    alerts = [alert(), alert(entity="leaf1~spine1", ends_at_ns=1_700_000_020_000_000_000,
+    alerts = [alert(), alert(entity="leaf1~spine1", ends_ns=1_700_000_020_000_000_000,
                              severity=Severity.INFO, root_cause=False)]
     decoded = decode_alerts(encode_alerts(alerts))
     assert decoded.bad == () and decoded.items == alerts
@@ -78,7 +78,7 @@ def test_actions_round_trip_one_or_several_per_message() -> None:
     Approve(target="leaf2~spine1", by="alice", comment="optics checked", run="r1"),
     Reject(target="leaf2~spine1", by="bob"),
     Repair(target="leaf2~spine1", by="carol", action="replace optic"),
-    Silence(matchers=('entity="leaf9~spine9"', 'alertname=~"pfc.*"'), ends_at_ns=10**18,
+    Silence(matchers=('entity="leaf9~spine9"', 'alertname=~"pfc.*"'), ends_ns=10**18,
             by="dave"),
     ExpireSilence(silence_id="abc", by="erin"),
     Resume(by="frank"),

@@ -63,7 +63,7 @@ def test_resolve_is_notified_then_the_group_is_gone():
     d.ingest([make_alert(end=30)], at(30))
     [n] = d.flush_due(at(70))
     assert n.status == "resolved" and n.reason == "resolved"
-    assert n.alerts[0].ends_at_ns == at(30)
+    assert n.alerts[0].ends_ns == at(30)
     assert d.groups == {} and d.alerts == {}
 
 

@@ -202,7 +202,7 @@ def test_mass_anomaly_stops_automation_and_pages(rig):
     assert r.records("halt")[-1].outcome == "done"
     resumed = r.drainer.on_command(Resume(by="alice", comment="telemetry fixed"), at(40))
     assert resumed.outcome == "done" and r.drainer.halted is None
-    assert r.paged[-1].ends_at_ns == at(40)
+    assert r.paged[-1].ends_ns == at(40)
 
 
 def test_te_refusing_the_drain_fails_it_with_nothing_touched(rig):

@@ -179,7 +179,7 @@ def test_commands_are_published(client: TestClient, bus: MemoryBus) -> None:
     assert command.id == resp.json()["id"] and command.issued_at_ns > 0
     assert msg.key == FAULTY_LINK.encode()
     resp = client.post("/v1/commands", json={"kind": "silence", "matchers": ["alertname=x"],
-                                             "ends_at_ns": 2 * 10**18, "by": "bob"})
+                                             "ends_ns": 2 * 10**18, "by": "bob"})
     assert resp.status_code == 202, resp.text
 
 
@@ -187,7 +187,7 @@ def test_commands_are_published(client: TestClient, bus: MemoryBus) -> None:
     ({"kind": "approve", "target": "leaf1'; DROP", "by": "alice"}, 400, "not a valid entity"),
     ({"kind": "launch_missiles", "by": "alice"}, 422, "does not match"),
     ({"kind": "approve", "target": FAULTY_LINK}, 422, "by"),
-    ({"kind": "silence", "matchers": ["=~("], "ends_at_ns": 1, "by": "x"}, 422, "matchers"),
+    ({"kind": "silence", "matchers": ["=~("], "ends_ns": 1, "by": "x"}, 422, "matchers"),
 ])
 def test_bad_commands(client: TestClient, bus: MemoryBus, body: dict[str, Any], code: int,
                       message: str) -> None:

@@ -15,7 +15,7 @@ from ui.query.layer import Query, StatusOptions
 
 
 def alert(name: str, entity: str, at: int, **kw: Any) -> Alert:
-    return Alert(name=name, entity=entity, starts_at_ns=kw.pop("starts", at), updated_at_ns=at,
+    return Alert(name=name, entity=entity, starts_ns=kw.pop("starts", at), updated_ns=at,
                  **kw)
 
 
@@ -26,9 +26,9 @@ def names(found: Any) -> list[tuple[str, str]]:
 def test_current_state_is_the_latest_row(store: Any) -> None:
     t = now_s() - 600 * NS
     first = alert("pfc_storm", "host3", t, severity=Severity.WARNING)
-    worse = first.model_copy(update={"updated_at_ns": t + 10 * NS,
+    worse = first.model_copy(update={"updated_ns": t + 10 * NS,
                                      "severity": Severity.CRITICAL})
-    over = worse.model_copy(update={"updated_at_ns": t + 20 * NS, "ends_at_ns": t + 20 * NS})
+    over = worse.model_copy(update={"updated_ns": t + 20 * NS, "ends_ns": t + 20 * NS})
     store.insert_alerts([first, worse, over])
     store.insert_alerts([worse])  # a redelivery
     q = Query(store)
@@ -44,7 +44,7 @@ def test_current_state_is_the_latest_row(store: Any) -> None:
 def test_a_refired_alert_is_two_episodes(store: Any) -> None:
     t = now_s() - 600 * NS
     one = alert("link_flap", "leaf1~spine1", t)
-    one_end = one.model_copy(update={"updated_at_ns": t + 30 * NS, "ends_at_ns": t + 30 * NS})
+    one_end = one.model_copy(update={"updated_ns": t + 30 * NS, "ends_ns": t + 30 * NS})
     two = alert("link_flap", "leaf1~spine1", t + 60 * NS)
     store.insert_alerts([one, one_end, two])
     store.insert_alerts([one, one_end, two])
