@@ -21,7 +21,8 @@ from numpy.typing import NDArray
 from pipeline.config import StoreSettings
 from pipeline.errors import QueryError
 from pipeline.model import ActionResult, Alert, SampleBatch
-from pipeline.store.schema import ROLLUP_1H, ROLLUP_1M, ROLLUPS, Dialect, Rollup
+from pipeline.store.dialect import Dialect
+from pipeline.store.schema import ROLLUP_1H, ROLLUP_1M, ROLLUPS, Rollup
 
 Columns = dict[str, NDArray[Any]]
 

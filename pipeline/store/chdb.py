@@ -29,9 +29,10 @@ from pipeline.store.base import (
     kept_rollups,
     rollup_retention,
 )
+from pipeline.store.dialect import MODERN
 from pipeline.store.rollup.sql import bucket_marks, marks_insert, marks_values
 from pipeline.store.rollup.upgrade import finish_upgrade, prepare_upgrade
-from pipeline.store.schema import ACTIONS, ALERTS, MODERN, Table
+from pipeline.store.schema import ACTIONS, ALERTS, Table
 
 _METRIC_NAMES = pa.array([m.name for m in CATALOG])
 _TS = pa.timestamp("ns", tz="UTC")

@@ -1,6 +1,6 @@
 """The store on a ClickHouse server (any version from 18.16 on), over the native protocol.
 
-The store asks the server its version, picks the :class:`~pipeline.store.schema.Dialect` it speaks
+The store asks the server its version, picks the :class:`~pipeline.store.dialect.Dialect` it speaks
 and
 renders the one logical schema for it (cluster DDL when ``clickhouse.cluster`` is set). Inserts are
 columnar: numpy arrays straight from the batch (identifier columns are expanded from the batch's
@@ -37,9 +37,10 @@ from pipeline.store.base import (
     kept_rollups,
     rollup_retention,
 )
+from pipeline.store.dialect import Dialect, dialect_for_version
 from pipeline.store.rollup.sql import bucket_marks, marks_insert
 from pipeline.store.rollup.upgrade import finish_upgrade, prepare_upgrade
-from pipeline.store.schema import ACTIONS, ALERTS, SAMPLES, Dialect, Table, dialect_for_version
+from pipeline.store.schema import ACTIONS, ALERTS, SAMPLES, Table
 
 log = logging.getLogger("rocewatch.store")
 

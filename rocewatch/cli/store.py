@@ -19,7 +19,7 @@ import click
 
 from pipeline.config import StoreSettings
 from pipeline.store.base import kept_rollups, literal, rollup_retention
-from pipeline.store.schema import dialect_for_version
+from pipeline.store.dialect import dialect_for_version
 
 config_option = click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False),
                              envvar="ROCEWATCH_CONFIG", help="YAML config file.")

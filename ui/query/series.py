@@ -1,6 +1,6 @@
 """Series of one port: counters as per-second rates, gauges as values, bucketed to a step.
 
-The SQL is duplicate-insensitive and dialect-neutral (only :class:`pipeline.store.schema.Dialect`
+The SQL is duplicate-insensitive and dialect-neutral (only :class:`pipeline.store.dialect.Dialect`
 time
 expressions differ between chDB and ClickHouse 18.16):
 

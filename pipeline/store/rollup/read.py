@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 
 from pipeline.store.base import Store
+from pipeline.store.dialect import Dialect
 from pipeline.store.rollup.sql import (
     ceil_to,
     dedup_select,
@@ -27,7 +28,7 @@ from pipeline.store.rollup.sql import (
     samples_select,
     state_sql,
 )
-from pipeline.store.schema import SERIES_KEY, Dialect, Rollup
+from pipeline.store.schema import SERIES_KEY, Rollup
 
 #: how long a reader reuses the watermarks it read (they only grow, and an older one gives the
 #: same answer, with more of it computed from the samples)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.model import SampleBatch
+from pipeline.store.dialect import Dialect
 from pipeline.store.schema import (
     ROLLUP_1M,
     ROLLUP_MARKS,
@@ -31,7 +32,6 @@ from pipeline.store.schema import (
     ROLLUP_VERSION,
     SAMPLES,
     SERIES_KEY,
-    Dialect,
     Rollup,
 )
 

@@ -15,10 +15,11 @@ from pipeline.errors import StoreError
 from pipeline.model import SampleBatch
 from pipeline.store.base import open_store
 from pipeline.store.clickhouse import ClickHouseStore, parse_version
+from pipeline.store.dialect import LEGACY, Dialect
 from pipeline.store.retention import drop_expired, expired_partitions, last_day
 from pipeline.store.rollup.job import RollupJob
 from pipeline.store.rollup.sql import floor_to, roll_sql
-from pipeline.store.schema import LEGACY, ROLLUP_1M, SAMPLES, TABLES, Dialect
+from pipeline.store.schema import ROLLUP_1M, SAMPLES, TABLES
 
 NS = 1_000_000_000
 
@@ -43,7 +44,7 @@ def test_versions_pick_dialects() -> None:
     assert parse_version("18.16.1") == (18, 16, 1)
     assert parse_version("24.3.2.23") == (24, 3, 2, 23)
     assert parse_version("21.8.15.7-lts") == (21, 8, 15)
-    from pipeline.store.schema import dialect_for_version
+    from pipeline.store.dialect import dialect_for_version
 
     assert dialect_for_version((18, 16, 1)).name == "legacy"
     assert dialect_for_version((18, 16, 1), low_cardinality=False).low_cardinality is False

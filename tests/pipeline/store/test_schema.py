@@ -7,12 +7,10 @@ import re
 
 from pipeline.model import ActionResult, Alert, SampleBatch
 from pipeline.store.base import action_columns, alert_columns
+from pipeline.store.dialect import LEGACY, LEGACY_STRING, MODERN
 from pipeline.store.schema import (
     ACTIONS,
     ALERTS,
-    LEGACY,
-    LEGACY_STRING,
-    MODERN,
     ROLLUP_AGGREGATES,
     ROLLUP_MARKS,
     ROLLUP_STATE,
