@@ -26,7 +26,8 @@ from pipeline.retry import RetryPolicy
 from pipeline.stage import StageContext
 from pipeline.wire.samples import decode_batch
 from rocewatch.settings import Settings
-from tests.collectors.conftest import SYNC, ScriptedTarget, hold, notification, write_targets
+from tests.collectors.conftest import write_targets
+from tests.collectors.gnmi_target import SYNC, ScriptedTarget, hold, notification
 
 T0 = 1_800_000_000_000_000_000
 

@@ -15,7 +15,7 @@ from collectors.health import DeviceClock, ErrorTally, TargetHealth
 from collectors.profile import GnmiProfile, load_profile
 from pipeline.model import FLAG_RESET
 from pipeline.wire.samples import decode_batch, encode_batch
-from tests.collectors.conftest import notification
+from tests.collectors.gnmi_target import notification
 
 T0 = 1_800_000_000_000_000_000
 

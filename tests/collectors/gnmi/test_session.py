@@ -14,17 +14,9 @@ from pygnmi.spec.v080 import gnmi_pb2 as pb
 from collectors.gnmi.collector import GnmiCollector, GnmiOptions
 from pipeline.metrics import metric_id
 from pipeline.model import FLAG_RESET
-from tests.collectors.conftest import (
-    SYNC,
-    Pki,
-    Running,
-    ScriptedTarget,
-    Sink,
-    hold,
-    notification,
-    wait_until,
-    write_targets,
-)
+from tests.collectors.conftest import Running, Sink, wait_until, write_targets
+from tests.collectors.gnmi_target import SYNC, ScriptedTarget, hold, notification
+from tests.collectors.pki import Pki
 
 T0 = 1_800_000_000_000_000_000
 

@@ -14,17 +14,8 @@ import pytest
 
 from collectors.snmp.collector import SnmpCollector, SnmpOptions
 from pipeline.model import FLAG_COUNTER32
-from tests.collectors.conftest import (
-    V3_AUTH,
-    V3_PRIV,
-    V3_USER,
-    NetNs,
-    Running,
-    Sink,
-    Snmpd,
-    run_in_netns,
-    write_targets,
-)
+from tests.collectors.conftest import Running, Sink, write_targets
+from tests.collectors.snmp_agents import V3_AUTH, V3_PRIV, V3_USER, NetNs, Snmpd, run_in_netns
 
 pytestmark = pytest.mark.integration
 

@@ -11,18 +11,8 @@ import pytest
 
 from collectors.snmp.collector import SnmpCollector, SnmpOptions
 from pipeline.model import FLAG_COUNTER32, FLAG_RESET
-from tests.collectors.conftest import (
-    DATA,
-    V3_AUTH,
-    V3_PRIV,
-    V3_USER,
-    Running,
-    Sink,
-    SnmpSim,
-    free_udp_port,
-    wait_until,
-    write_targets,
-)
+from tests.collectors.conftest import Running, Sink, wait_until, write_targets
+from tests.collectors.snmp_agents import DATA, V3_AUTH, V3_PRIV, V3_USER, SnmpSim, free_udp_port
 
 pytestmark = pytest.mark.integration
 
