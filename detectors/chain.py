@@ -22,7 +22,7 @@ from detectors.series import SeriesIndex
 from detectors.settings import DetectionSettings
 from pipeline.config import PluginSpec
 from pipeline.model import Alert, SampleBatch
-from pipeline.rates import RateState
+from pipeline.rates.state import RateState
 from pipeline.registry import Registry
 from pipeline.topology.model import Topology
 
@@ -84,7 +84,7 @@ class DetectionChain:
         self.topology = topology
         self.names = SeriesIndex()
         self.ports = PortIndex(self.names, topology)
-        self.rates = RateState(gap_factor=settings.gap_factor)
+        self.rates = RateState()
         self.table = FeatureTable()
         self.detectors = detectors if detectors is not None else build_detectors(settings,
                                                                                  topology)

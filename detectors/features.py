@@ -17,7 +17,8 @@ from numpy.typing import NDArray
 
 from detectors.ports import PortIndex
 from pipeline.metrics import CATALOG, METRIC_ID
-from pipeline.rates import RateFrame
+from pipeline.rates.rule import Status
+from pipeline.rates.state import RateFrame
 
 #: slots per qualified metric: PFC priorities and egress queues 0..7
 QUAL_SLOTS = 8
@@ -85,7 +86,7 @@ class FeatureTable:
         newest = np.r_[frame.series[1:] != frame.series[:-1], True] & ok
         p = frame.port[newest]
         c = BASE[frame.metric[newest]] + qual[newest]
-        is_rate = np.isin(frame.status[newest], (0, 1, 2, 3, 4))  # counters: the rate, else value
+        is_rate = frame.status[newest] != Status.GAUGE  # counters: the rate, else the value
         self.value[p, c] = np.where(is_rate, frame.rate[newest], frame.value[newest])
         self.ts[p, c] = frame.ts_ns[newest]
         self.dt[p, c] = frame.dt_s[newest]

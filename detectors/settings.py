@@ -21,8 +21,6 @@ class DetectionSettings(Strict):
     detectors: tuple[PluginSpec, ...] = ()
     #: consumer group of the detect role on the samples topic
     group: str = "detect"
-    #: no rate across an interval longer than this many times the series' cadence
-    gap_factor: float = Field(2.5, gt=1.0)
     #: a firing alert's evidence is re-published at most this often (event-time seconds)
     update_every_s: Duration = Field(10.0, gt=0)
     correlator: CorrelatorSettings = CorrelatorSettings()

@@ -76,9 +76,6 @@ METRIC_ID: dict[str, int] = {m.name: i for i, m in enumerate(CATALOG)}
 #: ``IS_COUNTER[code]`` is True for counters; index it with a batch's metric codes.
 IS_COUNTER: NDArray[np.bool_] = np.array([m.kind is Kind.COUNTER for m in CATALOG], dtype=bool)
 
-#: Counters wider than this many bits do not wrap in practice; Counter32 sources wrap at 2**32.
-COUNTER32_MODULUS = 2**32
-
 
 def metric_id(name: str) -> int:
     """The wire code of a canonical metric name."""

@@ -116,9 +116,11 @@ SERIES_KEY: tuple[str, ...] = ("device", "port", "metric", "qual")
 class Aggregate:
     """One rollup column: how it is computed from samples and how finer rollup rows fold into it.
 
-    ``from_samples`` is over the samples of one series and bucket, ``{ts}`` standing for the event
-    time in ns (``Int64``); ``fold`` is over finer rows of one series, read under their ``read``
-    names (the names every reader of a rollup sees: :mod:`pipeline.store.rollup.read`)."""
+    ``from_samples`` is over the judged samples of one series and bucket
+    (:func:`pipeline.rates.sql.samples_judged_sql`: ``value``, ``flags``, ``rated_inc``, ...),
+    ``{ts}`` standing for the event time in ns (``Int64``); ``fold`` is over finer rows of one
+    series, read under their ``read`` names (the names every reader of a rollup sees:
+    :mod:`pipeline.store.rollup.read`)."""
 
     name: str
     type: LogicalType
@@ -143,6 +145,11 @@ ROLLUP_AGGREGATES: tuple[Aggregate, ...] = (
               "distinct samples (event times); the row's version"),
     Aggregate("flags_or", "uint8", "fl", "groupBitOr(flags)", "groupBitOr(fl)",
               "OR of the samples' flags (a counter reset shows here)"),
+    # the rule of pipeline.rates: samples arrive judged (pipeline.rates.sql.samples_judged_sql)
+    Aggregate("rated_inc", "float", "ri", "sum(rated_inc)", "sum(ri)",
+              "a counter's increase over the intervals with a rate that end in the bucket"),
+    Aggregate("rated_ns", "int64", "rn", "sum(rated_ns)", "sum(rn)",
+              "the total length (ns) of those intervals: the bucket's rate is ri / rn"),
 )
 #: the version of a rollup row: a bucket rolled from more samples replaces one rolled from fewer
 ROLLUP_VERSION = "n"

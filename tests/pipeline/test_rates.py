@@ -1,22 +1,15 @@
-"""Counter → rate: wrap, reset, gaps, late samples, cadence, on event time only."""
+"""Counter → rate: wrap, reset, gaps, late samples, cadence, on event time only; the state judges
+exactly as the stateless rule, however the samples are batched."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from detectors.series import SeriesIndex
-from pipeline.metrics import metric_id
-from pipeline.model import FLAG_COUNTER32, FLAG_RESET, BatchBuilder, SampleBatch
-from pipeline.rates import RateState, Status
-
-S = 1_000_000_000
-
-
-def batch(rows: list[tuple[float, str, str, str, int, float, int]]) -> SampleBatch:
-    b = BatchBuilder()
-    for t, dev, port, metric, qual, value, flags in rows:
-        b.add(round(t * S), dev, port, metric_id(metric), qual, value, flags)
-    return b.build()
+from pipeline.model import FLAG_COUNTER32, FLAG_RESET
+from pipeline.rates.rule import HORIZON_NS, Status, per_second
+from pipeline.rates.state import RateState
+from tests.pipeline.rate_cases import S, batch, judged, wild_rows
 
 
 def feed(state: RateState, names: SeriesIndex, rows: list) -> tuple:
@@ -72,7 +65,7 @@ def test_reset_flag_means_no_rate_even_when_the_value_grew():
 
 
 def test_gap_longer_than_the_cadence_gives_no_rate_and_is_visible():
-    st, names = RateState(gap_factor=2.5), SeriesIndex()
+    st, names = RateState(), SeriesIndex()
     for t in range(1, 6):
         feed(st, names, [counter(float(t), 10.0 * t)])
     missed_one = feed(st, names, [counter(7.0, 70)])  # two intervals: still a rate
@@ -125,3 +118,79 @@ def test_series_ids_are_stable_across_batches_with_different_vocabularies():
     assert ib.series[1] == ia.series[0] and ib.series[0] == ia.series[1]
     assert ib.series[2] not in set(ia.series.tolist())
     assert names.port_label(int(ib.port[0])) == "leaf2:Ethernet2"
+
+
+# -- the rule itself: one definition, whatever the batching -------------------------------------
+
+
+def judge_all(rows: list) -> tuple:
+    """The stateless rule over every row at once: (ts, status, increase, rate) by series, time."""
+    bt = batch(rows)
+    order, iv = judged(bt)
+    return bt.ts_ns[order], iv.status, iv.increase, iv.rate
+
+
+def test_the_state_judges_as_the_rule_whatever_the_batching():
+    rows = wild_rows()
+    ts, status, increase, rate = judge_all(rows)
+    assert {Status.OK, Status.FIRST, Status.GAP, Status.RESET, Status.WRAP, Status.GAUGE} <= \
+        set(status.tolist())
+    rng = np.random.default_rng(1)
+    by_time = sorted(rows, key=lambda r: r[0])
+    for cuts in ([len(rows)], [1] * len(rows), list(rng.integers(1, 50, 100))):
+        st, names = RateState(), SeriesIndex()
+        got, i = [], 0
+        for size in cuts:
+            if i >= len(by_time):
+                break
+            got.append(feed(st, names, by_time[i:i + int(size)]))
+            i += int(size)
+        if i < len(by_time):
+            got.append(feed(st, names, by_time[i:]))
+        frame_ts = np.concatenate([g.ts_ns for g in got])
+        order = np.lexsort((frame_ts, np.concatenate([g.port for g in got])))
+        assert np.array_equal(frame_ts[order], ts)
+        assert np.array_equal(np.concatenate([g.status for g in got])[order], status)
+        assert np.array_equal(np.concatenate([g.increase for g in got])[order], increase,
+                              equal_nan=True)
+        assert np.array_equal(np.concatenate([g.rate for g in got])[order], rate, equal_nan=True)
+
+
+def test_a_reset_keeps_the_counts_since_the_restart_and_a_gap_its_increase():
+    st, names = RateState(), SeriesIndex()
+    for t in range(1, 6):
+        feed(st, names, [counter(float(t), 10.0 * t)])
+    gap = feed(st, names, [counter(30.0, 300.0)])
+    assert gap.status[0] == Status.GAP and gap.increase[0] == 250.0 and np.isnan(gap.rate[0])
+    reset = feed(st, names, [counter(31.0, 7.0, FLAG_RESET)])
+    assert reset.status[0] == Status.RESET and reset.increase[0] == 7.0
+    wrapped = RateState()
+    feed(wrapped, names, [counter(1.0, 2**32 - 50, FLAG_COUNTER32)])
+    out = feed(wrapped, names, [counter(2.0, 150, FLAG_COUNTER32)])
+    assert out.increase[0] == 200.0
+
+
+def test_an_interval_longer_than_the_horizon_is_a_gap_before_any_cadence_is_known():
+    st, names = RateState(), SeriesIndex()
+    feed(st, names, [counter(0.0, 0.0)])
+    long = HORIZON_NS / S + 1
+    out = feed(st, names, [counter(long, 100.0)])
+    assert out.status[0] == Status.GAP and np.isnan(out.rate[0])
+    out = feed(st, names, [counter(2 * long - 1, 200.0)])  # just inside: a rate
+    assert out.status[0] == Status.OK
+
+
+def test_the_cadence_only_looks_back_as_far_as_the_horizon():
+    # 1 s intervals, an outage, then 30 s intervals: 95 s after a 1 s cadence is a gap; after
+    # it the 1 s intervals lie beyond the horizon, so they do not make 30 s look like one
+    times = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 100.0, 130.0, 160.0, 190.0]
+    _, status, _, rate = judge_all([counter(t, t) for t in times])
+    assert status[6] == Status.GAP
+    assert list(status[7:]) == [Status.OK] * 3 and list(rate[7:]) == [1.0] * 3
+
+
+def test_a_span_rate_is_its_rated_increase_over_their_time():
+    inc = np.array([100.0, 250.0, 0.0])
+    span = np.array([2 * S, 5 * S, 0])
+    assert per_second(inc, span)[:2].tolist() == [50.0, 50.0] and np.isnan(per_second(inc,
+                                                                                       span)[2])

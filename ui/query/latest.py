@@ -1,10 +1,11 @@
 """Latest values over a trailing window: a gauge's last value, a counter's recent rate.
 
-A counter's latest rate is its increase from the first to the last sample of the window divided by
-the time between them (duplicate-insensitive: only the window's two end points matter); a decrease
-over the window is a reset (rate from zero) or, for Counter32 sources, a wrap. The same read gives
-every port's utilisation for the fabric status (from the 1-minute rollup when the store has it:
-then the window starts at the beginning of a minute bucket) and every metric of one switch.
+A counter's latest rate is the rate rule's (:mod:`pipeline.rates`) over the window: the increase
+of the rated intervals ending in it over their total length, so a reset or a gap in the window is
+left out rather than averaged in, and a window of one sample interval gives that interval's rate
+as detection saw it. The same read gives every port's utilisation for the fabric status (from the
+1-minute rollup's rated sums when the store has it: then the window starts at the beginning of a
+minute bucket) and every metric of one switch.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.metrics import CATALOG, METRIC_ID, Kind
+from pipeline.rates.rule import per_second
+from pipeline.rates.sql import counter_sql, samples_judged_sql
 from pipeline.store.base import Store, literal
 from pipeline.store.rollup.read import rollup_rows
-from pipeline.store.schema import Rollup
-from ui.query.params import NS
-from ui.query.series import increase
+from pipeline.store.schema import SERIES_KEY, Rollup
 
 
 @dataclass(frozen=True)
@@ -34,20 +35,18 @@ class LatestRow:
 
 def latest_sql(store: Store, end_ns: int, window_ns: int, metrics: Sequence[str],
                device: str | None = None, port: str | None = None) -> str:
-    d = store.dialect
-    ts = d.time_cmp("ts")
-    conds = [f"{ts} >= {d.ns_to_time(end_ns - window_ns)}", f"{ts} <= {d.ns_to_time(end_ns)}"]
+    conds = []
     if metrics:
         conds.append(f"metric IN ({', '.join(literal(m) for m in metrics)})")
     if device is not None:
         conds.append(f"device = {literal(device)}")
     if port is not None:
         conds.append(f"port = {literal(port)}")
-    t = d.stored("ts")  # the bare column: no per-row expression before the filter
+    judged = samples_judged_sql(store.dialect, store.database, SERIES_KEY, conds,
+                                end_ns - window_ns, end_ns + 1, counter_sql())
     return (
-        f"SELECT device, port, metric, qual, min({t}) AS t0, max({t}) AS t1, "
-        f"argMin(value, {t}) AS v0, argMax(value, {t}) AS v1, argMax(flags, {t}) AS f1 "
-        f"FROM {store.database}.samples WHERE {' AND '.join(conds)} "
+        f"SELECT device, port, metric, qual, max(t) AS newest, argMax(value, t) AS last, "
+        f"sum(rated_inc) AS inc, sum(rated_ns) AS span FROM ({judged}) "
         f"GROUP BY device, port, metric, qual ORDER BY device, port, metric, qual"
     )
 
@@ -59,11 +58,10 @@ def rollup_latest_sql(store: Store, rollup: Rollup, end_ns: int, window_ns: int,
     sort order, so a fabric-wide read touches most of the table; the rollup's table is far
     smaller."""
     rows = rollup_rows(store, rollup, [f"metric IN ({', '.join(literal(m) for m in metrics)})"],
-                       end_ns - window_ns - rollup.bucket_ns, end_ns, distinct=False)
+                       end_ns - window_ns - rollup.bucket_ns, end_ns)
     return (
-        f"SELECT device, port, metric, qual, min(a0) AS t0, max(a1) AS t1, argMin(w0, a0) AS v0, "
-        f"argMax(w1, a1) AS v1, max(fl) AS f1 FROM (SELECT device, port, metric, qual, "
-        f"v0 AS w0, v1 AS w1, t0 AS a0, t1 AS a1, fl FROM {rows}) "
+        f"SELECT device, port, metric, qual, max(t1) AS newest, argMax(v1, t1) AS last, "
+        f"sum(ri) AS inc, sum(rn) AS span FROM {rows} "
         f"GROUP BY device, port, metric, qual ORDER BY device, port, metric, qual"
     )
 
@@ -81,18 +79,12 @@ def latest(store: Store, end_ns: int, window_ns: int, metrics: Sequence[str],
         return []
     kinds = np.array([CATALOG[METRIC_ID[str(m)]].kind is Kind.COUNTER
                       if str(m) in METRIC_ID else False for m in cols["metric"]], dtype=bool)
-    t0 = cols["t0"].astype(np.int64)
-    t1 = cols["t1"].astype(np.int64)
-    v0 = cols["v0"].astype(np.float64)
-    v1 = cols["v1"].astype(np.float64)
-    inc = increase(v0, v1, cols["f1"])
-    span = (t1 - t0).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(span > 0, inc / span * NS, np.nan)
-    values = np.where(kinds, rate, v1)
+    newest = cols["newest"].astype(np.int64)
+    values = np.where(kinds, per_second(cols["inc"], cols["span"]),
+                      cols["last"].astype(np.float64))
     return [
         LatestRow(str(cols["device"][i]), str(cols["port"][i]), str(cols["metric"][i]),
                   int(cols["qual"][i]), None if np.isnan(values[i]) else float(values[i]),
-                  int(t1[i]))
+                  int(newest[i]))
         for i in range(n)
     ]

@@ -1,20 +1,15 @@
 """Series of one port read from the 1-minute or 1-hour rollups, for long ranges.
 
 The rollups (:data:`pipeline.store.schema.ROLLUPS`) hold per series and bucket the first/last value
-by
-event time, min, max, first/last event time, distinct samples and the OR of the flags; they are
-read through :func:`pipeline.store.rollup.read.rollup_rows` (the rolled buckets, and the buckets the
-rollup job has not rolled yet computed from what is below them), so an answer covers every
-sample. Reading them:
+by event time, min, max, first/last event time, distinct samples, the OR of the flags, and the
+rate rule's sums (:mod:`pipeline.rates`): the increase of the rated intervals ending in the bucket
+and their total length. They are read through :func:`pipeline.store.rollup.read.rollup_rows` (the
+rolled buckets, and the buckets the rollup job has not rolled yet computed from what is below
+them), so an answer covers every sample. Reading them:
 
-* counters: each rollup bucket's increase is its inner increase (last - first; a decrease is a
-  reset, or a wrap for Counter32) plus the increase across the boundary from the previous rollup
-  bucket's last value (the rule of :func:`ui.query.series.increase`). A step bucket's rate is the
-  sum
-  of its rollup buckets' increases over the time from the previous bucket's last sample to its own
-  last sample: with ``step`` equal to the rollup's width this is exactly the raw samples' rate,
-  as long as no counter reset falls inside a rollup bucket (then the counts between the reset and
-  the sample before it are lost, as they are on the device);
+* counters: a step bucket's rate is the sum of its rollup buckets' rated increases over the sum
+  of their lengths (:func:`pipeline.rates.rule.per_second`): exactly what the raw samples give
+  for the same step, resets and gaps inside a bucket included;
 * gauges: ``max``/``min``/``last`` are exact; ``mean`` is the mean of the rollup buckets' last
   values (the rollups hold no sums).
 """
@@ -27,26 +22,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.errors import QueryError
-from pipeline.model import FLAG_COUNTER32
-from pipeline.store.base import Columns, Store, literal
+from pipeline.rates.rule import per_second
+from pipeline.store.base import Columns, Store
 from pipeline.store.rollup.read import rollup_rows
 from pipeline.store.schema import Rollup
 from ui.query.params import NS, Limits, human
-from ui.query.series import SeriesRequest, Triple, increase, series_keys, split
+from ui.query.series import SeriesRequest, Triple, series_keys, series_where, split
 
 
 def rollup_sql(store: Store, rollup: Rollup, req: SeriesRequest) -> str:
     step = req.step_ns
-    lo = (req.range.start_ns // step) * step - rollup.bucket_ns
-    where = [
-        f"device = {literal(req.device)}",
-        f"port = {literal(req.port)}",
-        f"metric IN ({', '.join(literal(m.name) for m in req.metrics)})",
-    ]
-    if req.qual is not None:
-        where.append(f"qual = {literal(req.qual)}")
-    rows = rollup_rows(store, rollup, where, lo, req.range.end_ns)
-    return (f"SELECT metric, qual, rb, v0, v1, vmin, vmax, t0, t1, fl FROM {rows} "
+    lo = (req.range.start_ns // step) * step
+    rows = rollup_rows(store, rollup, series_where(req), lo, req.range.end_ns)
+    return (f"SELECT metric, qual, rb, v1, vmin, vmax, ri, rn FROM {rows} "
             f"ORDER BY metric, qual, rb")
 
 
@@ -78,23 +66,9 @@ def rollup_values(cols: Columns, req: SeriesRequest) -> dict[str, Triple]:
         else:
             values = np.add.reduceat(v, starts) / np.diff(np.append(starts, n))
         return split(cols, qual[starts], b[starts], values, starts)
-    v0 = cols["v0"].astype(np.float64)
-    v1 = cols["v1"].astype(np.float64)
-    t0 = cols["t0"].astype(np.int64)
-    t1 = cols["t1"].astype(np.int64)
-    flags = cols["fl"].astype(np.int64)
-    inc = increase(v0, v1, flags & FLAG_COUNTER32)
-    dt = (t1 - t0).astype(np.float64)
-    same = np.zeros(n, dtype=bool)
-    same[1:] = key[1:] == key[:-1]
-    idx = np.nonzero(same)[0]
-    inc[idx] += increase(v1[idx - 1], v0[idx], flags[idx] & FLAG_COUNTER32)
-    dt[idx] = (t1[idx] - t1[idx - 1]).astype(np.float64)
-    total_inc = np.add.reduceat(inc, starts)
-    total_dt = np.add.reduceat(dt, starts)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rates = np.where(total_dt > 0, total_inc / total_dt * NS, np.nan)
-    return split(cols, qual[starts], b[starts], rates, starts)
+    rated_inc = np.add.reduceat(cols["ri"].astype(np.float64), starts)
+    rated_ns = np.add.reduceat(cols["rn"].astype(np.int64), starts)
+    return split(cols, qual[starts], b[starts], per_second(rated_inc, rated_ns), starts)
 
 
 SOURCES = ("auto", "raw", "1m", "1h")

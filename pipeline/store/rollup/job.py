@@ -8,7 +8,9 @@ has come: :mod:`pipeline.store.rollup.clock`). Each run
 
 1. reads the rollups' states and the marks written since the last run (server clock);
 2. re-rolls the minute buckets already rolled that new marks name (late samples), unless they are
-   more than ``max_late`` behind the event time (those stay in the raw samples; counted);
+   more than ``max_late`` behind the event time (those stay in the raw samples; counted), and the
+   rolled buckets within the rate rule's horizon after them (a late sample changes how the
+   intervals after it are judged: :mod:`pipeline.rates`);
 3. rolls the minute buckets that became complete, from the watermark on, a few per statement;
 4. does the same for the hour rollup from the minute rows (an hour is complete once its minutes
    are rolled; an hour holding a re-rolled minute is re-rolled);
@@ -30,6 +32,7 @@ from typing import Any
 
 from pipeline.config import StoreSettings
 from pipeline.errors import StoreError
+from pipeline.rates.rule import HORIZON_NS
 from pipeline.store.base import Store, kept_rollups
 from pipeline.store.rollup.sql import (
     State,
@@ -144,7 +147,7 @@ class RollupJob:
             return 0  # no data yet
         width = root.bucket_ns
         done = before.done_ns or floor_to(min(marked), width)
-        late = self._late(marked, done, event, width)
+        late = _with_followers(self._late(marked, done, event, width), done, width)
         target = max(done, floor_to(event - self.lateness_ns, width))
         new: dict[str, State] = {}
         count = reached = 0
@@ -253,6 +256,14 @@ class RollupJob:
         scheduler, self._scheduler = self._scheduler, None
         if scheduler is not None:
             scheduler.shutdown(wait=True)
+
+
+def _with_followers(buckets: list[int], done_ns: int, width_ns: int) -> list[int]:
+    """``buckets`` and the rolled buckets after each that reach back into it: those with an
+    interval judged from samples within :data:`~pipeline.rates.rule.HORIZON_NS` before them."""
+    reach = -(-HORIZON_NS // width_ns)
+    return sorted({b + k * width_ns for b in buckets for k in range(reach + 1)
+                   if b + k * width_ns < done_ns})
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.model import SampleBatch
+from pipeline.rates.sql import counter_sql, samples_judged_sql
 from pipeline.store.dialect import Dialect
 from pipeline.store.schema import (
     ROLLUP_1M,
     ROLLUP_MARKS,
     ROLLUP_STATE,
     ROLLUP_VERSION,
-    SAMPLES,
     SERIES_KEY,
     Rollup,
 )
@@ -56,15 +56,16 @@ def ceil_to(ns: int, width_ns: int) -> int:
 def samples_select(dialect: Dialect, database: str, width_ns: int, lo_ns: int | None,
                    hi_ns: int | None, where: Sequence[str] = ()) -> str:
     """Samples with ``lo_ns <= ts < hi_ns`` aggregated per series and bucket of ``width_ns``,
-    under the read names (:data:`READ_COLUMNS`)."""
-    ts = dialect.time_ns("ts")
-    aggs = ", ".join(f"{a.from_samples.format(ts=ts)} AS {a.read}"
+    under the read names (:data:`READ_COLUMNS`). The samples come judged by the rule of
+    :mod:`pipeline.rates` (read from its horizon before ``lo_ns``), so a bucket's rated increase
+    is what detection saw in the intervals ending in it."""
+    judged = samples_judged_sql(dialect, database, SERIES_KEY, where, lo_ns, hi_ns,
+                                counter_sql())
+    aggs = ", ".join(f"{a.from_samples.format(ts='t')} AS {a.read}"
                      for a in ROLLUP_1M.aggregates)
-    conds = [*where, *dialect.time_range("ts", lo_ns, hi_ns)]
-    return (f"SELECT toInt64(intDiv({ts}, {width_ns}) * {width_ns}) AS rb, "
-            f"{', '.join(SERIES_KEY)}, {aggs} FROM {database}.{SAMPLES.name}"
-            + (f" WHERE {' AND '.join(conds)}" if conds else "")
-            + f" GROUP BY {', '.join(SERIES_KEY)}, rb")
+    return (f"SELECT toInt64(intDiv(t, {width_ns}) * {width_ns}) AS rb, "
+            f"{', '.join(SERIES_KEY)}, {aggs} FROM ({judged}) "
+            f"GROUP BY {', '.join(SERIES_KEY)}, rb")
 
 
 def dedup_select(dialect: Dialect, database: str, rollup: Rollup, lo_ns: int | None,

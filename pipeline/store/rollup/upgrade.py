@@ -6,6 +6,9 @@ drops the views and renames such a table aside (``<name>_v1``); :func:`finish_up
 folds its states into the new table, records the watermarks the rolled history reaches, and
 drops the old table. A crash in between is finished by the next migration: a renamed-aside table
 is converted again, and the rows it already gave collapse (same key, same count).
+
+Rollup tables from before the rate rule's columns (``rated_inc``, ``rated_ns``:
+:mod:`pipeline.rates`) get them added; their older rows have no rates.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass, field
 from pipeline.errors import StoreError
 from pipeline.store.base import Store, literal
 from pipeline.store.rollup.sql import State, floor_to, state_insert
-from pipeline.store.schema import ROLLUPS, SERIES_KEY, Rollup
+from pipeline.store.schema import ROLLUPS, SERIES_KEY, Column, Rollup
 
 log = logging.getLogger("rocewatch.store")
 
@@ -60,6 +63,7 @@ def prepare_upgrade(store: Store, rollups: tuple[Rollup, ...]) -> Upgrade:
             store.execute(f"DROP TABLE IF EXISTS {db}.{view}")
             log.warning("upgrade: dropped the rollup view %s.%s (a scheduled job rolls up now)",
                         db, view)
+    _add_rate_columns(store, rollups, names - old_tables, cluster)
     for rollup in rollups:
         if rollup.name in old_tables:
             store.execute(f"RENAME TABLE {db}.{rollup.name} TO {db}.{_old(rollup)}")
@@ -67,6 +71,31 @@ def prepare_upgrade(store: Store, rollups: tuple[Rollup, ...]) -> Upgrade:
         elif _old(rollup) in names:  # renamed by a migration that did not finish
             upgrade.converted.append(rollup)
     return upgrade
+
+
+def _add_rate_columns(store: Store, rollups: tuple[Rollup, ...], tables: set[str],
+                      cluster: str) -> None:
+    """Give rollup tables from before the rate rule's columns (``rated_inc``, ``rated_ns``) the
+    columns. Their rows read 0 there, which is "no rate": rates from a rollup start with the
+    buckets rolled after the upgrade (the raw samples answer before that)."""
+    db = store.database
+    for rollup in rollups:
+        if rollup.name not in tables:
+            continue
+        cols = store.query(f"SELECT name FROM system.columns WHERE database = {literal(db)} "
+                           f"AND table = {literal(rollup.name)}")
+        have = {str(n) for n in cols.get("name", ())}
+        missing = [a for a in rollup.aggregates if a.name not in have]
+        if missing and cluster:
+            raise StoreError(f"{db}.{rollup.name} on cluster {cluster} lacks the columns "
+                             f"{', '.join(a.name for a in missing)}: add them to the local and "
+                             f"distributed tables by hand (docs/deploy.md, 'Upgrading the "
+                             f"rollups')")
+        for a in missing:
+            ddl = store.dialect.column_ddl(Column(a.name, a.type))[0]
+            store.execute(f"ALTER TABLE {db}.{rollup.name} ADD COLUMN {ddl}")
+            log.warning("upgrade: added %s to %s.%s (buckets rolled before have no rates)",
+                        a.name, db, rollup.name)
 
 
 def finish_upgrade(store: Store, upgrade: Upgrade) -> None:
@@ -77,10 +106,13 @@ def finish_upgrade(store: Store, upgrade: Upgrade) -> None:
     states: dict[str, State] = {}
     for rollup in upgrade.converted:
         bucket = d.stored("bucket")
-        merged = ", ".join(f"{_MERGE[a.name]}({a.name})" for a in rollup.aggregates)
+        # the views kept no rated increases: those columns keep their default (no rate)
+        kept = [a for a in rollup.aggregates if a.name in _MERGE]
+        merged = ", ".join(f"{_MERGE[a.name]}({a.name})" for a in kept)
         keys = ", ".join(SERIES_KEY)
+        columns = [d.stored("bucket"), *SERIES_KEY, *(a.name for a in kept)]
         store.execute(
-            f"INSERT INTO {db}.{rollup.name} ({', '.join(d.insert_columns(rollup.table))}) "
+            f"INSERT INTO {db}.{rollup.name} ({', '.join(columns)}) "
             f"SELECT {bucket}, {keys}, {merged} FROM {db}.{_old(rollup)} "
             f"GROUP BY {keys}, {bucket}")
         reach = store.query(f"SELECT count() AS rows, max({d.time_ns('bucket')}) AS last, "

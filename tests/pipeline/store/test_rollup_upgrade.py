@@ -1,6 +1,6 @@
 """A store from before the rollup job (rollups written by materialised views into aggregate
 states) is upgraded by its next migration on every backend: views gone, history kept, the
-watermarks set where the history ends."""
+watermarks set where the history ends; rollup tables from before the rate rule get its columns."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from pipeline.model import SampleBatch
 from pipeline.store.base import Store, literal
+from pipeline.store.rollup.job import RollupJob
 from pipeline.store.rollup.read import watermarks
 from pipeline.store.rollup.sql import dedup_select, floor_to
 from pipeline.store.schema import ROLLUP_1H, ROLLUP_1M, ROLLUPS, SERIES_KEY
@@ -86,3 +87,25 @@ def test_an_upgrade_keeps_the_history_the_views_rolled(store: Store, batch: Samp
     assert watermarks(store)[ROLLUP_1M.name] == last_minute + ROLLUP_1M.bucket_ns
     for rollup in ROLLUPS:
         assert rolled(store, rollup) == rollup_expectation(batch, rollup.bucket_ns)
+
+
+def test_rollup_tables_from_before_the_rate_rule_get_its_columns(store: Store,
+                                                                 batch: SampleBatch) -> None:
+    db = store.database
+    store.insert_samples(batch)
+    RollupJob(store, store.settings).catch_up(int(batch.ts_ns.max()) + 3 * ROLLUP_1H.bucket_ns)
+    before = rolled(store, ROLLUP_1M)
+    for rollup in ROLLUPS:  # the tables as they were before the rate rule
+        for column in ("rated_inc", "rated_ns"):
+            store.execute(f"ALTER TABLE {db}.{rollup.name} DROP COLUMN {column}")
+    store.migrate()
+    store.migrate()  # and once upgraded, again: nothing to do
+    for rollup in ROLLUPS:
+        c = store.query(f"SELECT name, type FROM system.columns WHERE database = {literal(db)} "
+                        f"AND table = {literal(rollup.name)} AND name LIKE 'rated%'")
+        assert dict(zip(c["name"], c["type"], strict=True)) == {"rated_inc": "Float64",
+                                                                 "rated_ns": "Int64"}
+    assert rolled(store, ROLLUP_1M) == before  # the history kept; its buckets have no rate
+    c = store.query(f"SELECT max(ri) AS ri, max(rn) AS rn FROM "
+                    f"({dedup_select(store.dialect, store.database, ROLLUP_1M, None, None)})")
+    assert (c["ri"][0], c["rn"][0]) == (0.0, 0)
