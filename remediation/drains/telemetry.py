@@ -137,6 +137,8 @@ class LinkTelemetry:
         # a status older than the port's newest is news only where nothing is known yet
         fresh = (ts >= self._status_ns[pid]) | (self._status[pid, which] == 0)
         pid, which, ts, value = pid[fresh], which[fresh], ts[fresh], value[fresh]
+        if not pid.size:
+            return
         order = np.lexsort((ts, which, pid))
         p, w = pid[order], which[order]
         newest = np.r_[(p[1:] != p[:-1]) | (w[1:] != w[:-1]), True]  # of each (port, which)
