@@ -80,8 +80,9 @@ def judged_sql(source: str, keys: Sequence[str], from_ns: int | None = None,
     ``keys`` columns, ``t`` (Int64 ns), ``v`` (Float64) and ``f`` (the flags), one row per series
     and time. ``counter``: the condition that a row is a counter (default: all are).
 
-    Each series becomes sorted arrays, shifted by one sample per lag (no lambda captures a whole
-    array: 18.16 would copy it for every element), and one row per sample again."""
+    Each series becomes arrays sorted by time (times are distinct: the source is deduplicated),
+    shifted by one sample per lag (no lambda captures a whole array: 18.16 would copy it for
+    every element), and one row per sample again."""
     k = ", ".join(keys)
     lags = [f"p{n}" for n in range(1, CADENCE_INTERVALS + 2)]
     shifted = ", ".join(
@@ -96,9 +97,10 @@ def judged_sql(source: str, keys: Sequence[str], from_ns: int | None = None,
     return (
         f"SELECT {k}, t, v AS value, f AS flags, {dt} AS dt, {increase} AS inc, "
         f"{status} AS st, if({rated}, inc, 0.) AS rated_inc, if({rated}, dt, 0) AS rated_ns "
-        f"FROM (SELECT {k}, arraySort(groupArray((t, v, f))) AS _s, "
-        f"arrayMap(x -> x.1, _s) AS _ts, arrayMap(x -> x.2, _s) AS _vs, "
-        f"arrayMap(x -> x.3, _s) AS _fs, {shifted} FROM ({source}) GROUP BY {k}) "
+        f"FROM (SELECT {k}, arraySort(groupArray(t)) AS _ts, "
+        f"arraySort((x, y) -> y, groupArray(v), groupArray(t)) AS _vs, "
+        f"arraySort((x, y) -> y, groupArray(f), groupArray(t)) AS _fs, {shifted} "
+        f"FROM ({source}) GROUP BY {k}) "
         f"ARRAY JOIN _ts AS t, _vs AS v, _fs AS f, "
         f"arrayPopBack(arrayPushFront(_vs, 0.)) AS pv, "
         + ", ".join(f"_{lag} AS {lag}" for lag in lags) + where)
