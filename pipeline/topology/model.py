@@ -1,10 +1,14 @@
-"""The fabric's topology as data: switches, host ports, links, and the names everyone shares.
+"""The fabric's topology as data: switches by tier and zone, host ports, links, and lookups.
 
-Naming follows the scenario format (``shared/scenarios/README.md``): switches ``spine1..``,
-``leaf1..``; hosts ``host1..`` numbered leaf by leaf; switch ports ``Ethernet1..`` with a leaf's
-host-facing ports first, then its uplinks; a link is its two switch names sorted and joined by ``~``
-(``leaf2~spine1``), the k-th parallel link of a pair adds ``#k`` for k >= 2; a host's link is named
-by the host. This module is the one data type the lab and the platform share.
+Naming follows the scenario format (``shared/scenarios/README.md``; the rules live in
+:mod:`pipeline.topology.names`): two tiers ``spine1..``, ``leaf1..``; three tiers (AI zones joined
+by an aggregation tier) ``z3-leaf2``, ``z3-spine1``, ``agg1..``; hosts ``host1..`` numbered zone by
+zone, leaf by leaf; switch ports ``Ethernet1..`` with a switch's downward ports first, then its
+uplinks; a link is its two switch names sorted and joined by ``~`` (``leaf2~spine1``,
+``agg2~z3-spine1``), the k-th parallel link of a pair adds ``#k`` for k >= 2; a host's link is
+named by the host. This module is the one data type the lab and the platform share; a fabric's
+compact description (:class:`~pipeline.topology.shape.FabricShape`) builds it, and what a tier or
+a zone can carry is in :mod:`pipeline.topology.capacity`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
+from pipeline.topology.names import (
+    AGG,
+    HOST,
+    LEAF,
+    SPINE,
+    TIER_OF_ROLE,
+    link_id,
+    natural_key,
+    parse_name,
+    port_number,
+)
+from pipeline.topology.shape import FabricShape
+
+__all__ = ["Host", "Link", "Port", "Topology", "link_id", "spine_leaf"]
 
 
 @dataclass(frozen=True, order=True)
@@ -63,17 +81,72 @@ class Host:
 
 @dataclass(frozen=True)
 class Topology:
-    """A spine-leaf fabric: its switches, hosts and links, with lookups by port."""
+    """A Clos fabric of two tiers (leaves, spines) or three (AI zones of leaves and spines,
+    joined by aggregation switches): its switches, hosts and links, with lookups."""
 
     spines: tuple[str, ...]
     leaves: tuple[str, ...]
     hosts: tuple[Host, ...]
     links: tuple[Link, ...]
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    aggs: tuple[str, ...] = ()
+    shape: FabricShape | None = field(default=None, compare=False, hash=False)
+
+    # ------------------------------------------------------------------ switches, tiers, zones
 
     @property
     def switches(self) -> tuple[str, ...]:
-        return self.spines + self.leaves
+        """Every switch in topology order: aggregation switches, spines, leaves."""
+        return self.aggs + self.spines + self.leaves
+
+    @property
+    def tiers(self) -> int:
+        return 3 if self.aggs else 2
+
+    @cached_property
+    def _role(self) -> dict[str, str]:
+        role = {s: SPINE for s in self.spines}
+        role.update({leaf: LEAF for leaf in self.leaves})
+        role.update({a: AGG for a in self.aggs})
+        role.update({h.name: HOST for h in self.hosts})
+        return role
+
+    def role(self, device: str) -> str | None:
+        """``leaf``, ``spine``, ``agg`` or ``host`` (None for a name not in the fabric)."""
+        return self._role.get(device)
+
+    def tier(self, device: str) -> int | None:
+        """0 host, 1 leaf, 2 spine, 3 aggregation (None for a name not in the fabric)."""
+        role = self._role.get(device)
+        return None if role is None else TIER_OF_ROLE[role]
+
+    @cached_property
+    def _zone(self) -> dict[str, int]:
+        zone: dict[str, int] = {}
+        for sw in self.spines + self.leaves:
+            parsed = parse_name(sw)
+            zone[sw] = parsed.zone if parsed is not None and parsed.zone is not None else 1
+        for h in self.hosts:
+            zone[h.name] = zone.get(h.port.device, 1)
+        return zone
+
+    def zone(self, device: str) -> int | None:
+        """The AI zone (1-based) of a leaf, spine or host; None for aggregation switches. A
+        fabric without zone names is zone 1."""
+        return self._zone.get(device)
+
+    @cached_property
+    def zones(self) -> tuple[int, ...]:
+        return tuple(sorted({self._zone[s] for s in self.spines + self.leaves}))
+
+    def zone_switches(self, zone: int) -> tuple[str, ...]:
+        """The spines and leaves of one zone, in topology order."""
+        return tuple(s for s in self.spines + self.leaves if self._zone[s] == zone)
+
+    def zone_hosts(self, zone: int) -> tuple[Host, ...]:
+        return tuple(h for h in self.hosts if self._zone[h.name] == zone)
+
+    # ------------------------------------------------------------------ ports and links
 
     @cached_property
     def _by_port(self) -> dict[Port, Link | Host]:
@@ -86,12 +159,41 @@ class Topology:
         return index
 
     @cached_property
+    def _device_ports(self) -> dict[str, list[Port]]:
+        out: dict[str, list[Port]] = {}
+        for port in self._by_port:
+            out.setdefault(port.device, []).append(port)
+        for ports in out.values():
+            ports.sort(key=lambda p: port_number(p.name))
+        return out
+
+    @cached_property
+    def _device_links(self) -> dict[str, list[Link]]:
+        out: dict[str, list[Link]] = {}
+        for link in self.links:
+            out.setdefault(link.a.device, []).append(link)
+            out.setdefault(link.b.device, []).append(link)
+        return out
+
+    @cached_property
+    def _leaf_hosts(self) -> dict[str, list[Host]]:
+        out: dict[str, list[Host]] = {}
+        for h in self.hosts:
+            out.setdefault(h.port.device, []).append(h)
+        return out
+
+    @cached_property
     def link_by_id(self) -> dict[str, Link]:
         return {link.id: link for link in self.links}
 
     @cached_property
     def host_by_name(self) -> dict[str, Host]:
         return {host.name: host for host in self.hosts}
+
+    @property
+    def n_switch_ports(self) -> int:
+        """Connected switch ports: both ends of every fabric link and each host's leaf port."""
+        return 2 * len(self.links) + len(self.hosts)
 
     def attachment(self, port: Port) -> Link | Host | None:
         """The link or host on a switch port, or None for an unused port."""
@@ -113,29 +215,59 @@ class Topology:
 
     def ports(self, device: str) -> list[Port]:
         """Every connected port of a switch, in port order."""
-        found = [p for p in self._by_port if p.device == device]
-        return sorted(found, key=lambda p: _port_number(p.name))
+        return list(self._device_ports.get(device, ()))
 
-    def uplinks(self, leaf: str) -> list[Link]:
-        return [link for link in self.links if leaf in (link.a.device, link.b.device)]
+    def uplinks(self, device: str) -> list[Link]:
+        """Every fabric link of a switch (a leaf's are its uplinks), in topology order."""
+        return list(self._device_links.get(device, ()))
+
+    def up_links(self, switch: str) -> list[Link]:
+        """The links from a switch to the tier above it (a spine's: its aggregation uplinks)."""
+        tier = self.tier(switch) or 0
+        return [ln for ln in self._device_links.get(switch, ())
+                if (self.tier(_far(ln, switch)) or 0) > tier]
+
+    def down_links(self, switch: str) -> list[Link]:
+        """The links from a switch to the tier below it (host links are not fabric links)."""
+        tier = self.tier(switch) or 0
+        return [ln for ln in self._device_links.get(switch, ())
+                if (self.tier(_far(ln, switch)) or 0) < tier]
+
+    def agg_uplinks(self, spine: str) -> list[Link]:
+        """A spine's links to the aggregation tier (none in a two-tier fabric)."""
+        return [ln for ln in self._device_links.get(spine, ())
+                if self._role.get(_far(ln, spine)) == AGG]
 
     def host_ports(self, leaf: str) -> list[Host]:
-        return [h for h in self.hosts if h.port.device == leaf]
+        return list(self._leaf_hosts.get(leaf, ()))
+
+    def links_between(self, dev_a: str, dev_b: str) -> list[Link]:
+        """The parallel links of a switch pair, ``#1`` first."""
+        return [ln for ln in self._device_links.get(dev_a, ()) if _far(ln, dev_a) == dev_b]
+
+    # ------------------------------------------------------------------ JSON
 
     def to_json(self) -> dict[str, Any]:
-        """The report form: links with both ends, hosts with their leaf port."""
-        return {
-            "spines": list(self.spines),
-            "leaves": list(self.leaves),
-            "links": [
-                {"id": ln.id, "a": str(ln.a), "b": str(ln.b), "gbps": ln.gbps} for ln in self.links
-            ],
-            "hosts": [{"name": h.name, "port": str(h.port), "gbps": h.gbps} for h in self.hosts],
-        }
+        """The report form: links with both ends, hosts with their leaf port; a three-tier fabric
+        adds its aggregation switches and, when it has one, its compact shape."""
+        out: dict[str, Any] = {"spines": list(self.spines), "leaves": list(self.leaves)}
+        if self.aggs:
+            out["aggs"] = list(self.aggs)
+        out["links"] = [{"id": ln.id, "a": str(ln.a), "b": str(ln.b), "gbps": ln.gbps}
+                        for ln in self.links]
+        out["hosts"] = [{"name": h.name, "port": str(h.port), "gbps": h.gbps} for h in self.hosts]
+        if self.aggs and self.shape is not None:
+            out["shape"] = self.shape.to_json()
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Topology:
+        """The :meth:`to_json` form back; ``{"shape": {...}}`` alone builds the fabric it
+        describes. Missing ``spines``/``leaves``/``aggs`` lists are inferred from the names."""
         try:
+            shape = FabricShape.from_json(data["shape"]) if data.get("shape") else None
+            if shape is not None and "links" not in data:
+                return shape.build()
             links = tuple(
                 Link(d["id"], Port.parse(d["a"]), Port.parse(d["b"]), float(d.get("gbps", 0)))
                 for d in data["links"]
@@ -144,12 +276,14 @@ class Topology:
                 Host(d["name"], Port.parse(d["port"]), float(d.get("gbps", 0)))
                 for d in data["hosts"]
             )
-            spines = tuple(data.get("spines") or sorted({p.device for ln in links for p in ln.ends()
-                                                          if p.device.startswith("spine")}))
-            leaves = tuple(data.get("leaves") or sorted({h.port.device for h in hosts}))
-        except (KeyError, TypeError) as exc:
+            devices = {p.device for ln in links for p in ln.ends()}
+            spines = tuple(data.get("spines") or _named(devices, SPINE))
+            leaves = tuple(data.get("leaves") or sorted({h.port.device for h in hosts},
+                                                        key=natural_key))
+            aggs = tuple(data.get("aggs") or _named(devices, AGG))
+        except (KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"topology JSON is missing or mistypes {exc}") from exc
-        return cls(spines=spines, leaves=leaves, hosts=hosts, links=links)
+        return cls(spines=spines, leaves=leaves, hosts=hosts, links=links, aggs=aggs, shape=shape)
 
     @classmethod
     def load(cls, path: str | Path) -> Topology:
@@ -159,15 +293,17 @@ class Topology:
             raise ConfigError(f"cannot read topology {path}: {exc}") from exc
 
 
-def _port_number(name: str) -> int:
-    digits = "".join(ch for ch in name if ch.isdigit())
-    return int(digits) if digits else 0
+def _far(link: Link, device: str) -> str:
+    return link.b.device if link.a.device == device else link.a.device
 
 
-def link_id(dev_a: str, dev_b: str, k: int = 1) -> str:
-    """The shared name of the k-th parallel link between two switches."""
-    first, second = sorted((dev_a, dev_b))
-    return f"{first}~{second}" + (f"#{k}" if k >= 2 else "")
+def _named(devices: set[str], role: str) -> list[str]:
+    found = []
+    for d in devices:
+        parsed = parse_name(d)
+        if (parsed.role == role) if parsed is not None else d.startswith(role):
+            found.append(d)
+    return sorted(found, key=natural_key)
 
 
 def spine_leaf(
@@ -179,20 +315,5 @@ def spine_leaf(
     host_gbps: float = 400.0,
 ) -> Topology:
     """Build a two-tier Clos with the shared naming and port numbering."""
-    if min(spines, leaves, uplinks_per_pair) < 1 or hosts_per_leaf < 0:
-        raise ConfigError("a fabric needs at least one spine, one leaf and one uplink per pair")
-    spine_names = tuple(f"spine{s}" for s in range(1, spines + 1))
-    leaf_names = tuple(f"leaf{n}" for n in range(1, leaves + 1))
-    hosts: list[Host] = []
-    links: list[Link] = []
-    for li, leaf in enumerate(leaf_names):
-        for h in range(hosts_per_leaf):
-            name = f"host{li * hosts_per_leaf + h + 1}"
-            hosts.append(Host(name, Port(leaf, f"Ethernet{h + 1}"), host_gbps))
-        for si, spine in enumerate(spine_names):
-            for k in range(1, uplinks_per_pair + 1):
-                leaf_port = Port(leaf, f"Ethernet{hosts_per_leaf + si * uplinks_per_pair + k}")
-                spine_port = Port(spine, f"Ethernet{li * uplinks_per_pair + k}")
-                a, b = sorted((leaf_port, spine_port), key=lambda p: p.device)
-                links.append(Link(link_id(leaf, spine, k), a, b, link_gbps))
-    return Topology(spines=spine_names, leaves=leaf_names, hosts=tuple(hosts), links=tuple(links))
+    return FabricShape(spines, leaves, hosts_per_leaf, uplinks_per_pair, link_gbps,
+                       host_gbps).build()
