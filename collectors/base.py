@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from collectors.inventory import load_inventory
+from pipeline.config_files import ConfigDir, ConfigFile
 from pipeline.inventory import Inventory, Target, from_lab, parse_shard
 from pipeline.model import SampleBatch
 
@@ -31,13 +32,13 @@ class CollectorOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: the targets file (see :mod:`collectors.inventory`)
-    targets: str = ""
+    targets: ConfigFile = ""
     #: a lab's ``agents.json``; its targets are added to the file's
-    agents: str = ""
+    agents: ConfigFile = ""
     #: ``i/n``: collect only the i-th of n deterministic shards of the targets
     shard: str = ""
     #: directories searched for vendor profiles before the built-in ones
-    profile_dirs: tuple[str, ...] = ()
+    profile_dirs: tuple[ConfigDir, ...] = ()
     #: a connected target that sends nothing for this many intervals is reported down
     stale_intervals: float = Field(3.0, gt=0)
     #: ``host:port`` of a Prometheus ``/metrics`` endpoint with per-target health ("" = none)

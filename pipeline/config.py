@@ -186,15 +186,17 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping; errors name the file and line."""
+    """Read a YAML mapping; an error is one line naming the file, line and column."""
     try:
         text = Path(path).read_text()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start})") from exc
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from exc
+        raise ConfigError(yaml_error(path, exc)) from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -202,8 +204,24 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def apply_env(data: dict[str, Any], env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Overlay ``ROCEWATCH_A__B__C=value`` variables onto the config mapping (values as YAML)."""
+def yaml_error(path: str | Path, exc: yaml.YAMLError) -> str:
+    """A YAML syntax error as one line: ``file:line:column: not valid YAML: problem (context at
+    line:column)``."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    text = getattr(exc, "problem", None) or str(exc)
+    context, since = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context:
+        at = f" at {since.line + 1}:{since.column + 1}" if since is not None else ""
+        text = f"{text} ({context}{at})"
+    return f"{where}: not valid YAML: {' '.join(str(text).split())}"
+
+
+def apply_env(data: dict[str, Any], env: Mapping[str, str] | None = None,
+              origins: dict[str, str] | None = None) -> dict[str, Any]:
+    """Overlay ``ROCEWATCH_A__B__C=value`` variables onto the config mapping (values as YAML).
+    ``origins`` (when given) gets each key path set from the environment → its variable, so a
+    validation error can say where a bad value came from (:func:`validate`)."""
     env = os.environ if env is None else env
     for var, raw in sorted(env.items()):
         if not var.startswith(ENV_PREFIX) or "__" not in var:
@@ -216,21 +234,29 @@ def apply_env(data: dict[str, Any], env: Mapping[str, str] | None = None) -> dic
         if isinstance(value, (dict, list)) or value is None:
             value = raw
         node: Any = data
+        path: tuple[int | str, ...] = ()
         for depth, key in enumerate(keys):
             last = depth == len(keys) - 1
             if isinstance(node, list):
                 if not key.isdigit() or int(key) >= len(node):
-                    raise ConfigError(f"{var}: no list item {key}", ".".join(keys[:depth + 1]))
+                    raise ConfigError(f"no list item {key} (from the environment: {var})",
+                                      key_path((*path, key)))
+                path = (*path, int(key))
                 if last:
                     node[int(key)] = value
                 else:
                     node = node[int(key)]
             elif last:
+                path = (*path, key)
                 node[key] = value
             else:
+                path = (*path, key)
                 node = node.setdefault(key, {})
                 if not isinstance(node, (dict, list)):
-                    raise ConfigError(f"{var}: {key} is a value, not a section", key)
+                    raise ConfigError(f"is a value, not a section (from the environment: {var})",
+                                      key_path(path))
+        if origins is not None:
+            origins[key_path(path)] = var
     return data
 
 
@@ -241,8 +267,10 @@ def key_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def validate(model: type[M], data: Mapping[str, Any], where: str = "") -> M:
-    """Build ``model`` from ``data``; the first error becomes a ConfigError naming its key path."""
+def validate(model: type[M], data: Mapping[str, Any], where: str = "",
+             origins: Mapping[str, str] | None = None) -> M:
+    """Build ``model`` from ``data``; the first error becomes a ConfigError naming its key path
+    (and, for a value set from the environment, its variable: ``origins`` of :func:`apply_env`)."""
     try:
         return model.model_validate(dict(data))
     except ValidationError as exc:
@@ -253,8 +281,24 @@ def validate(model: type[M], data: Mapping[str, Any], where: str = "") -> M:
             if where:
                 path = f"{where}.{path}" if path else where
             msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            var = _origin(path, origins or {})
+            if var:
+                msg = f"{msg} (from the environment: {var})"
             paths.append(path)
             problems.append(f"{path}: {msg}" if path else msg)
         error = ConfigError("; ".join(problems))
         error.path = paths[0] if paths else where
         raise error from None
+
+
+def _origin(path: str, origins: Mapping[str, str]) -> str:
+    """The environment variable that set ``path``, or one under it (``api.port`` is wrong
+    because ``ROCEWATCH_API__PORT__X`` made it a section)."""
+    if not path:
+        return ""
+    if path in origins:
+        return origins[path]
+    for key, var in origins.items():
+        if key.startswith(path) and key[len(path):len(path) + 1] in (".", "["):
+            return var
+    return ""

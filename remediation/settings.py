@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from pipeline.config import Duration, Instant, PluginSpec, Strict
+from pipeline.config_files import ConfigFile
 from pipeline.errors import ConfigError
 from pipeline.matchers import parse_matchers
 
@@ -144,8 +145,8 @@ class GnmiSettings(Strict):
 
     timeout: Duration = 5.0
     #: the collectors' targets file (YAML) or the lab's agents file (JSON)
-    targets_file: str = ""
-    lab_agents_file: str = ""
+    targets_file: ConfigFile = ""
+    lab_agents_file: ConfigFile = ""
     #: override the inventory's credential references (set the password from the environment)
     username: str = ""
     password: SecretStr = SecretStr("")

@@ -73,6 +73,20 @@ ROLES: dict[str, Callable[[], StageLoop[Settings]]] = {
 ALL_ROLES: tuple[str, ...] = tuple(ROLES)
 
 
+def parse_roles(values: Sequence[str]) -> tuple[str, ...]:
+    """Roles as given on a command line, ``--role`` repeated or comma-separated or both
+    (``collect,ingest``), in order, each once; an unknown one is a ConfigError."""
+    roles: list[str] = []
+    for value in values:
+        for role in (r.strip() for r in value.split(",")):
+            if role and role not in roles:
+                roles.append(role)
+    unknown = [r for r in roles if r not in ROLES]
+    if unknown:
+        raise ConfigError(f"unknown role(s) {', '.join(unknown)}; roles: {', '.join(ROLES)}")
+    return tuple(roles)
+
+
 def load_loop(role: str) -> StageLoop[Settings]:
     return ROLES[role]()
 
@@ -99,9 +113,7 @@ class Platform:
     _running: dict[str, Supervisor] = field(default_factory=dict)
 
     def start(self) -> StageContext[Settings]:
-        unknown = [r for r in self.roles if r not in ROLES]
-        if unknown:
-            raise ConfigError(f"unknown role(s) {', '.join(unknown)}; roles: {', '.join(ROLES)}")
+        self.roles = parse_roles(self.roles)
         check(self.settings, self.roles)
         topology = self.topology
         if topology is None and self.settings.topology:

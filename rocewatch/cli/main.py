@@ -3,7 +3,7 @@
 ::
 
     rocewatch up            the lab, every role and the dashboard on one machine (``make run``)
-    rocewatch run           run roles of the platform against a config (``--role`` repeats)
+    rocewatch run           run roles of the platform against a config (``--role a,b``)
     rocewatch check-config  strict validation of a config file, plugins and cross-references
     rocewatch plugins       the registered collectors, detectors and actions
     rocewatch lab ...       the simulated fabric
@@ -85,13 +85,16 @@ config_option = click.option("-c", "--config", "config_path", type=click.Path(di
 
 @cli.command("check-config")
 @config_option
-@click.option("--role", "roles", multiple=True, help="Roles this process will run.")
+@click.option("--role", "roles", multiple=True,
+              help="Roles this process will run (repeat, or separate with commas).")
 def check_config(config_path: str | None, roles: tuple[str, ...]) -> None:
-    """Validate a config file strictly: keys, values, plugin options, cross-references."""
+    """Validate a config file strictly: keys, values, plugin options, cross-references, and
+    every file it names (the same check ``run`` makes before it starts)."""
+    from rocewatch.app import parse_roles
     from rocewatch.settings import check, load_settings
 
     settings = load_settings(config_path)
-    for line in check(settings, roles):
+    for line in check(settings, parse_roles(roles)):
         click.echo(f"ok  {line}")
     click.echo(f"{config_path or '(defaults)'}: valid")
 
@@ -99,14 +102,15 @@ def check_config(config_path: str | None, roles: tuple[str, ...]) -> None:
 @cli.command("run")
 @config_option
 @click.option("--role", "roles", multiple=True,
-              help="collect, ingest, detect, remediate, api (repeat; default: all).")
+              help="collect, ingest, detect, remediate, api (repeat, or separate with commas: "
+                   "--role collect,ingest; default: all).")
 def run(config_path: str | None, roles: tuple[str, ...]) -> None:
-    """Run roles of the platform until interrupted."""
-    from rocewatch.app import ALL_ROLES, run_roles
+    """Run roles of the platform until interrupted (after the checks of ``check-config``)."""
+    from rocewatch.app import ALL_ROLES, parse_roles, run_roles
     from rocewatch.settings import load_settings
 
     logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
-    run_roles(load_settings(config_path), roles or ALL_ROLES)
+    run_roles(load_settings(config_path), parse_roles(roles) or ALL_ROLES)
 
 
 @cli.command("plugins")

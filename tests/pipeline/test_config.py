@@ -131,3 +131,137 @@ def test_bad_silence_times_say_why(tmp_path: Path, start: str, says: str) -> Non
     with pytest.raises(ConfigError, match=r"remediation\.silences") as err:
         load_settings(write(tmp_path, SILENCE.format(start=start)), env={})
     assert says in str(err.value)
+
+
+# --- where a bad value came from (issue 11, "smaller") ---
+
+def test_an_env_override_error_names_the_variable_and_the_full_key() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_settings(None, env={"ROCEWATCH_API__PORT__X": "1"})
+    assert err.value.path == "api.port"
+    assert str(err.value).startswith("api.port: ")
+    assert "from the environment: ROCEWATCH_API__PORT__X" in str(err.value)
+    with pytest.raises(ConfigError, match=r"^api\.port: .*integer.*ROCEWATCH_API__PORT\)$"):
+        load_settings(None, env={"ROCEWATCH_API__PORT": "eighty"})
+    with pytest.raises(ConfigError, match=r"^store\.nope: unknown key \(from the environment: "
+                                          r"ROCEWATCH_STORE__NOPE\)$"):
+        load_settings(None, env={"ROCEWATCH_STORE__NOPE": "1"})
+
+
+def test_an_env_override_under_a_value_of_the_file_names_the_variable(tmp_path: Path) -> None:
+    path = write(tmp_path, "api:\n  port: 8080\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(path, env={"ROCEWATCH_API__PORT__X": "1"})
+    assert err.value.path == "api.port"
+    assert str(err.value) == ("api.port: is a value, not a section (from the environment: "
+                              "ROCEWATCH_API__PORT__X)")
+    # a value that came from the file says nothing about the environment
+    with pytest.raises(ConfigError) as err:
+        load_settings(write(tmp_path, "api:\n  port: eighty\n"), env={})
+    assert "environment" not in str(err.value)
+
+
+@pytest.mark.parametrize(("text", "line", "column"), [
+    ("bus:\n  kind: memory\n  partitions: [4\n", 4, 1),
+    ("api:\n  port: 8080\n  host: a: b\n", 3, 10),
+    ("store:\n  kind: chdb\n\tdatabase: x\n", 3, 1),
+    ("site: *nowhere\n", 1, 7),
+])
+def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(
+        tmp_path: Path, text: str, line: int, column: int) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_settings(path, env={})
+    message = str(err.value)
+    assert message.startswith(f"{path}:{line}:{column}: not valid YAML: ")
+    assert "\n" not in message
+
+
+# --- every file the config names (issue 11.6) ---
+
+TARGETS = """
+targets:
+  - name: leaf1
+    address: 127.0.0.1:9339
+    protocol: gnmi
+    profile: openconfig
+    tls: {ca: ca.pem}
+"""
+
+
+def files_config(tmp_path: Path, **keys: str) -> Path:
+    """A config naming a topology, a collector's targets file and remediation's targets file."""
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    (tmp_path / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "topology.json").write_text(
+        '{"spines": ["spine1"], "leaves": ["leaf1"], "hosts": [], "links": []}')
+    values = {"topology": str(tmp_path / "topology.json"),
+              "targets": str(tmp_path / "targets.yaml"),
+              "profile_dir": str(tmp_path), "gnmi_targets": str(tmp_path / "targets.yaml"),
+              **keys}
+    return write(tmp_path, f"""
+topology: {values['topology']}
+collectors:
+  - type: gnmi
+    name: fabric
+    targets: {values['targets']}
+    profile_dirs: [{values['profile_dir']}]
+remediation:
+  receivers: []
+  gnmi: {{targets_file: {values['gnmi_targets']}}}
+""")
+
+
+def test_a_config_whose_files_are_all_there_checks(tmp_path: Path) -> None:
+    lines = check(load_settings(files_config(tmp_path), env={}))
+    assert any(line.startswith("collectors[0].targets ") and line.endswith("reads")
+               for line in lines)
+    assert any(line.startswith("topology ") for line in lines)
+    assert any(line.startswith("collectors[0].profile_dirs[0] ") for line in lines)
+
+
+@pytest.mark.parametrize(("keys", "where", "says"), [
+    ({"targets": "missing/targets.yaml"}, "collectors[0].targets",
+     "file missing/targets.yaml does not exist (relative to "),
+    ({"topology": "/nowhere/topology.json"}, "topology", "/nowhere/topology.json does not exist"),
+    ({"profile_dir": "/nowhere"}, "collectors[0].profile_dirs[0]", "directory /nowhere"),
+    ({"gnmi_targets": "/nowhere.yaml"}, "remediation.gnmi.targets_file", "does not exist"),
+    ({"targets": "{tmp}"}, "collectors[0].targets", "is not a file"),
+])
+def test_a_missing_file_is_named_by_its_key(tmp_path: Path, keys: dict[str, str], where: str,
+                                            says: str) -> None:
+    keys = {k: v.format(tmp=tmp_path) for k, v in keys.items()}
+    settings = load_settings(files_config(tmp_path, **keys), env={})
+    with pytest.raises(ConfigError) as err:
+        check(settings)
+    assert err.value.path == where and says in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_files_the_config_names_must_also_read(tmp_path: Path) -> None:
+    path = files_config(tmp_path)
+    (tmp_path / "topology.json").write_text('{"spines": ')
+    with pytest.raises(ConfigError, match=r"^topology: cannot read topology"):
+        check(load_settings(path, env={}))
+    files_config(tmp_path)
+    (tmp_path / "ca.pem").unlink()  # named inside the targets file
+    with pytest.raises(ConfigError, match=r"^collectors\[0\]\.targets: leaf1: tls\.ca "):
+        check(load_settings(path, env={}))
+    files_config(tmp_path)
+    (tmp_path / "targets.yaml").write_text(TARGETS.replace("openconfig", "nokia"))
+    with pytest.raises(ConfigError, match=r"^collectors\[0\]\.targets: .*no profile named 'nokia'"):
+        check(load_settings(path, env={}))
+    files_config(tmp_path)
+    (tmp_path / "targets.yaml").write_text("targets: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"^collectors\[0\]\.targets: .*targets\.yaml:2:1: not "
+                                          r"valid YAML"):
+        check(load_settings(path, env={}))
+
+
+def test_a_lab_agents_file_that_does_not_read_is_refused(tmp_path: Path) -> None:
+    agents = tmp_path / "agents.json"
+    agents.write_text('{"switches": [{"gnmi": {"address": "127.0.0.1:1"}}]}')  # no name
+    path = write(tmp_path, f"collectors:\n  - {{type: snmp, agents: {agents}}}\n"
+                           "remediation: {receivers: []}\n")
+    with pytest.raises(ConfigError, match=r"^collectors\[0\]\.agents: cannot be read: KeyError"):
+        check(load_settings(path, env={}))
