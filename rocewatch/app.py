@@ -9,8 +9,9 @@ Roles map to the stage loops they run::
     api        ui.api.server.run              store → REST API
 
 Each loop runs in its own thread under a :class:`~pipeline.supervisor.Supervisor`: a loop that
-raises is logged and restarted under the retry policy; the platform stops when the shared stop
-event is set (signal, scenario end, test).
+raises is logged and restarted under the retry policy; one that keeps crashing without progress
+is reported by the :class:`~rocewatch.watchdog.Watchdog` (its health, a metric, an alert). The
+platform stops when the shared stop event is set (signal, scenario end, test).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pipeline.store.base import Store, open_store
 from pipeline.supervisor import Supervisor
 from pipeline.topology.model import Topology
 from rocewatch.settings import Settings, check
+from rocewatch.watchdog import Watchdog
 
 log = logging.getLogger("rocewatch")
 
@@ -111,6 +113,8 @@ class Platform:
     stop_event: threading.Event = field(default_factory=threading.Event)
     context: StageContext[Settings] | None = None
     _running: dict[str, Supervisor] = field(default_factory=dict)
+    watchdog: Watchdog | None = None
+    _watching: threading.Thread | None = None
 
     def start(self) -> StageContext[Settings]:
         self.roles = parse_roles(self.roles)
@@ -129,20 +133,31 @@ class Platform:
         order = [r for r in ("ingest", "detect", "remediate", "api", "collect") if r in self.roles]
         for role in order:
             self._spawn(role, load_loop(role))
+        self.watchdog = Watchdog(self._running, bus.producer(), topics, self.settings.site)
+        self._watching = threading.Thread(target=self.watchdog.run, args=(self.stop_event,),
+                                          name="rocewatch-watchdog", daemon=True)
+        self._watching.start()
         return self.context
 
     def _spawn(self, role: str, loop: StageLoop[Settings]) -> None:
         assert self.context is not None
         ctx = self.context
-        self._running[role] = Supervisor(f"{role} loop", lambda stop: loop(ctx, stop),
-                                         self.stop_event, logger=log,
-                                         thread_name=f"rocewatch-{role}").start()
+        sup = Supervisor(f"{role} loop", lambda stop: loop(ctx, stop), self.stop_event,
+                         logger=log, thread_name=f"rocewatch-{role}")
+        self._running[role] = sup
+        # the loop's supervision in every health report (``/healthz`` included): a loop that is
+        # down or crash-looping degrades the platform
+        ctx.health[sup.name] = sup.health
+        sup.start()
 
     def health(self) -> dict[str, Any]:
+        """Each role's supervision and what its loop reports, and the other probes."""
         out: dict[str, Any] = {role: sup.health() for role, sup in self._running.items()}
+        supervision = {sup.name for sup in self._running.values()}
         if self.context:
-            for name, probe in self.context.health.items():
-                out.setdefault(name, {}).update(probe())
+            for name, probe in list(self.context.health.items()):
+                if name not in supervision:
+                    out.setdefault(name, {}).update(probe())
         return out
 
     def stop(self, timeout: float = 15.0) -> None:
@@ -151,6 +166,10 @@ class Platform:
         for role, sup in self._running.items():
             if not sup.join(max(0.1, deadline - time.monotonic())):
                 log.warning("%s loop did not stop within %.0fs", role, timeout)
+        if self._watching is not None:
+            self._watching.join(max(0.1, deadline - time.monotonic()))
+        if self.watchdog is not None:
+            self.watchdog.close()
         if self.context:
             if self.context.store is not None:
                 self.context.store.close()

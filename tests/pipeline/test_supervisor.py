@@ -62,7 +62,7 @@ def test_a_loop_that_raises_is_restarted_and_counted() -> None:
         health = sup.health()
         assert health == {"alive": True, "restarts": 3,
                           "last_error": "CollectorError: target away",
-                          "crashes_without_progress": 3}
+                          "crashes_without_progress": 3, "crash_looping": True}
         assert script.calls == 4
     finally:
         stop.set()
@@ -87,6 +87,50 @@ def test_the_same_poison_again_and_again_is_counted_as_stalled() -> None:
     try:
         assert script.running.wait(JOIN_S)
         assert sup.health()["crashes_without_progress"] == 5
+    finally:
+        stop.set()
+    assert sup.join(JOIN_S)
+
+
+@pytest.mark.parametrize(("crashes", "looping"), [(2, False), (3, True), (6, True)])
+def test_crashes_in_a_row_without_progress_make_a_loop_crash_looping(crashes: int,
+                                                                    looping: bool) -> None:
+    script = Script([ValueError("poison")] * crashes, progress=[False] * crashes)
+    sup, stop = supervise(script, progress=lambda: script.made)
+    try:
+        assert script.running.wait(JOIN_S)
+        assert sup.crash_looping is looping and sup.health()["crash_looping"] is looping
+    finally:
+        stop.set()
+    assert sup.join(JOIN_S)
+
+
+def test_a_crash_looping_loop_that_makes_progress_while_it_runs_is_over_it() -> None:
+    made = [0]
+    script = Script([ValueError("poison")] * 4)
+    sup, stop = supervise(script, progress=lambda: made[0])
+    try:
+        assert script.running.wait(JOIN_S)
+        assert sup.check() is True and sup.stalled == 4  # running, but nothing done yet
+        made[0] += 1  # the restarted loop stores something
+        assert sup.check() is False
+        assert sup.health()["crashes_without_progress"] == 0
+    finally:
+        stop.set()
+    assert sup.join(JOIN_S)
+
+
+def test_without_a_probe_a_run_as_long_as_the_reset_is_progress() -> None:
+    now = [0.0]
+    script = Script([ValueError("poison")] * 3)
+    sup, stop = supervise(script, clock=lambda: now[0])
+    try:
+        assert script.running.wait(JOIN_S)
+        assert sup.check() is True
+        now[0] += QUICK.reset_after_s - 1
+        assert sup.check() is True
+        now[0] += 1
+        assert sup.check() is False and sup.stalled == 0
     finally:
         stop.set()
     assert sup.join(JOIN_S)

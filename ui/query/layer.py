@@ -380,7 +380,9 @@ class Query:
         except StoreError as exc:
             clock, store = None, f"error: {exc}"
         loops = loops or {}
-        dead = [name for name, info in loops.items() if info.get("alive") is False]
+        # a loop that is down, or crash-looping (pipeline.supervisor), degrades the platform
+        dead = [name for name, info in loops.items()
+                if info.get("alive") is False or info.get("crash_looping") is True]
         ok = store == "ok" and not dead
         return Health(status="ok" if ok else "degraded", store=store, clock=clock, loops=loops)
 
