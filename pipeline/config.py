@@ -125,6 +125,9 @@ class ClickHouseSettings(Strict):
     #: a cluster name from the servers' remote_servers: tables become Replicated*MergeTree
     #: shards created ON CLUSTER, read and written through Distributed tables
     cluster: str = ""
+    #: more servers tried in turn when ``host`` does not answer (``host:port`` each): on a
+    #: cluster, the other replicas, as any server of it runs every query
+    alt_hosts: tuple[Annotated[str, Field(pattern=r"^[^\s:,]+:\d{1,5}$")], ...] = ()
     #: wire compression; on loopback or a fast LAN "none" costs the least CPU
     compression: Literal["none", "lz4", "zstd"] = "none"
     #: on servers older than 20.5, store identifiers as LowCardinality(String) under the

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 # --- services ---
-# The real services the tests run against: an Apache Kafka broker and a ClickHouse server, both
-# started on loopback by tests/services/run-tests.sh, which exports their addresses as
-# ROCEWATCH_TEST_KAFKA and ROCEWATCH_TEST_CLICKHOUSE (host:port). In CI (CI=true) a test that needs
-# a missing service fails; elsewhere it skips and says how to get the service.
+# The real services the tests run against: an Apache Kafka broker and a ClickHouse server, a
+# 3-broker Kafka cluster and a 2 x 2 ClickHouse cluster (with its ZooKeeper), all started on
+# loopback by tests/services/run-tests.sh, which exports their addresses as ROCEWATCH_TEST_KAFKA,
+# ROCEWATCH_TEST_CLICKHOUSE (host:port), ROCEWATCH_TEST_KAFKA_CLUSTER and
+# ROCEWATCH_TEST_CLICKHOUSE_CLUSTER (host:port,...). In CI (CI=true) a test that needs a missing
+# service fails; elsewhere it skips and says how to get the service.
 #
 # chDB allows one data directory per process: every test that opens a chDB store must use the
 # session's `chdb_dir` (a fresh database per test keeps tests apart).
@@ -130,6 +132,77 @@ def clickhouse_store(clickhouse_address: tuple[str, int]) -> Iterator[Any]:
 def store(request: pytest.FixtureRequest) -> Any:
     """Every store backend in turn: the same tests run on each."""
     return request.getfixturevalue(f"{request.param}_store")
+
+
+def need_cluster(var: str, script: str, what: str, name: str = "") -> Any:
+    """The :class:`tests.services.clusters.Cluster` a test needs, every node answering; fails
+    in CI, skips elsewhere."""
+    from tests.services.clusters import cluster_from_env
+
+    addresses = os.environ.get(var, "")
+    problem = f"{var} is not set" if not addresses else ""
+    for address in filter(None, addresses.split(",")):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=3).close()
+        except (OSError, ValueError) as exc:
+            problem = f"{address} of {var} does not answer ({exc})"
+            break
+    if not problem:
+        return cluster_from_env(script, addresses, name)
+    message = (f"needs a {what}: {problem} (tests/services/run-tests.sh starts one and sets "
+               f"{var})")
+    if in_ci():
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def need_control(cluster: Any) -> None:
+    """Fail (CI) or skip unless this run started ``cluster`` and may kill its nodes."""
+    if not cluster.controllable:
+        message = (f"killing nodes of {cluster.script} needs the cluster "
+                   f"tests/services/run-tests.sh started for this run")
+        if in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def clickhouse_cluster() -> Any:
+    """The ClickHouse cluster (2 shards x 2 replicas, ZooKeeper), its nodes s1r1 s1r2 s2r1 s2r2;
+    ``.name`` is the cluster's name in the servers' remote_servers."""
+    return need_cluster("ROCEWATCH_TEST_CLICKHOUSE_CLUSTER", "clickhouse-cluster.sh",
+                        "ClickHouse cluster (2 shards x 2 replicas)",
+                        os.environ.get("ROCEWATCH_TEST_CLICKHOUSE_CLUSTER_NAME", ""))
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Any:
+    """The 3-broker Kafka cluster (KRaft, min.insync.replicas 2), its brokers b1 b2 b3."""
+    return need_cluster("ROCEWATCH_TEST_KAFKA_CLUSTER", "kafka-cluster.sh",
+                        "3-broker Kafka cluster")
+
+
+def cluster_store_settings(cluster: Any, database: str, **store: Any) -> Any:
+    """Store settings for the ClickHouse cluster: its first node, the others to fail over to."""
+    first, *others = cluster.nodes
+    ch = {"cluster": cluster.name, "alt_hosts": [n.address for n in others],
+          "connect_timeout_s": 2, **store.pop("clickhouse", {})}
+    return clickhouse_settings((first.host, first.port), database, clickhouse=ch, **store)
+
+
+@pytest.fixture
+def clickhouse_cluster_store(clickhouse_cluster: Any) -> Iterator[Any]:
+    """A store on the ClickHouse cluster (Distributed over replicated shards), a database of its
+    own; whatever a test killed is started again before the database is dropped."""
+    from pipeline.store.base import open_store
+
+    store = open_store(cluster_store_settings(clickhouse_cluster, unique("db")))
+    yield store
+    if clickhouse_cluster.controllable:
+        clickhouse_cluster.heal()
+    store.execute(f"DROP DATABASE IF EXISTS {store.database} ON CLUSTER {clickhouse_cluster.name}")
+    store.close()
 
 
 @dataclass

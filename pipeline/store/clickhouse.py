@@ -9,7 +9,19 @@ vocabularies with one numpy take each), followed by the batch's marks for the ro
 :meth:`pipeline.store.chdb.ChdbStore.query`'s (integers and floats as numpy arrays, times as int64
 in their unit, strings and arrays as object arrays).
 
-clickhouse-driver's ``Client`` is not thread-safe: each thread gets a connection of its own.
+clickhouse-driver's ``Client`` is not thread-safe: each thread gets a connection of its own, which
+fails over to ``clickhouse.alt_hosts`` in turn when its server stops answering (the statement that
+failed raises :class:`~pipeline.errors.StoreError`; the next one runs on the next server that
+answers).
+
+On a cluster (``clickhouse.cluster``) every statement goes to one server, which forwards it through
+the ``Distributed`` tables: inserts with ``insert_distributed_sync`` (they return once every shard
+has its rows), reads and writes of a shard to the same replica (``load_balancing = 'in_order'``,
+this server for its own shard), so a read sees what was just written before replication copies
+it; the rollup job's marks without the replicated tables' block deduplication (the job counts
+them). The cluster DDL (``ON CLUSTER``) waits for every server, so :meth:`migrate` runs it
+only while this server lacks part of the schema: a process that starts while a server of the
+cluster is down does not wait for it.
 """
 
 from __future__ import annotations
@@ -35,12 +47,13 @@ from pipeline.store.base import (
     action_columns,
     alert_columns,
     kept_rollups,
+    literal,
     rollup_retention,
 )
-from pipeline.store.dialect import Dialect, dialect_for_version
+from pipeline.store.dialect import Dialect, dialect_for_version, local_name
 from pipeline.store.rollup.sql import bucket_marks, marks_insert
 from pipeline.store.rollup.upgrade import finish_upgrade, prepare_upgrade
-from pipeline.store.schema import ACTIONS, ALERTS, SAMPLES, Table
+from pipeline.store.schema import ACTIONS, ALERTS, ROLLUP_MARKS, SAMPLES, Table, stored_tables
 
 log = logging.getLogger("rocewatch.store")
 
@@ -83,6 +96,10 @@ class ClickHouseStore:
         if self.cluster:
             # an insert returns once every shard has its rows: the commit after it is honest
             self._query_settings["insert_distributed_sync"] = 1
+            # reads and writes of a shard go to the same replica (this server for its own
+            # shard, else the first that answers): a read sees what was just written, before
+            # replication copies it to the other replicas
+            self._query_settings["load_balancing"] = "in_order"
         log.info("ClickHouse %s at %s:%d: %s dialect", self.server_version,
                  settings.clickhouse.host, settings.clickhouse.port, self.dialect.name)
 
@@ -92,9 +109,10 @@ class ClickHouseStore:
         client = getattr(self._local, "client", None)
         if client is None:
             ch = self.settings.clickhouse
+            failover = {"alt_hosts": ",".join(ch.alt_hosts)} if ch.alt_hosts else {}
             client = Client(
                 host=ch.host, port=ch.port, user=ch.user, password=ch.password.get_secret_value(),
-                secure=ch.secure, database="default",
+                secure=ch.secure, database="default", **failover,
                 compression=False if ch.compression == "none" else ch.compression,
                 connect_timeout=ch.connect_timeout_s,
                 send_receive_timeout=ch.send_receive_timeout_s,
@@ -129,10 +147,21 @@ class ClickHouseStore:
                                    rollups=kept_rollups(self.settings))
 
     def migrate(self) -> None:
+        if self.cluster and self._has_schema():
+            log.info("%s: the schema is on this server already: no cluster DDL", self.database)
+            return
         upgrade = prepare_upgrade(self, kept_rollups(self.settings))
         for statement in self.ddl():
             self._run(statement)
         finish_upgrade(self, upgrade)
+
+    def _has_schema(self) -> bool:
+        """Every table (local and distributed) of the schema exists on this server."""
+        tables = self._run(f"SELECT name FROM system.tables WHERE database = "
+                           f"{literal(self.database)}", columnar=True)
+        have = {str(n) for n in tables[0]} if tables else set()
+        names = [t.name for t in stored_tables(kept_rollups(self.settings))]
+        return {*names, *(local_name(n, self.cluster) for n in names)} <= have
 
     def execute(self, sql: str) -> None:
         self._run(sql)
@@ -160,15 +189,19 @@ class ClickHouseStore:
         self._insert(SAMPLES, columns)
         marks = bucket_marks(batch, event_ns) if self.settings.rollups else None
         if marks is not None:  # after the samples: a mark stands for rows already stored
-            self._run(marks_insert(self.dialect, self.database),
-                      [np.asarray(marks.buckets, np.int64),
-                       np.full(len(marks.buckets), marks.event_ns, np.int64)], columnar=True)
+            self._insert(ROLLUP_MARKS, [np.asarray(marks.buckets, np.int64),
+                                        np.full(len(marks.buckets), marks.event_ns, np.int64)],
+                         sql=marks_insert(self.dialect, self.database))
         return n
 
-    def _insert(self, table: Table, columns: list[Any], numpy: bool = True) -> None:
+    def _insert(self, table: Table, columns: list[Any], numpy: bool = True,
+                sql: str = "") -> None:
         names = ", ".join(self.dialect.insert_columns(table))
-        sql = f"INSERT INTO {self.database}.{table.name} ({names}) VALUES"
-        settings = None if numpy else {"use_numpy": False}
+        sql = sql or f"INSERT INTO {self.database}.{table.name} ({names}) VALUES"
+        settings: dict[str, Any] = {} if numpy else {"use_numpy": False}
+        if self.cluster and not table.dedup_blocks:
+            # replicated tables drop a block identical to a recent one: these rows all count
+            settings["insert_deduplicate"] = 0
         self._run(sql, columns, columnar=True, settings=settings)
 
     def _insert_logical(self, table: Table, columns: dict[str, list[Any]]) -> None:

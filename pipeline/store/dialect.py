@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pipeline.store.schema import ROLLUP_TABLES, ROLLUPS, TABLES, Column, Rollup, Table
+from pipeline.store.schema import ROLLUPS, Column, Rollup, Table, stored_tables
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class Dialect:
         t = table.time_column
         cols = ",\n  ".join(part for c in table.columns
                             for part in self.column_ddl(c, partition_time=c.name == t))
-        local = f"{table.name}_local" if cluster else table.name
+        local = local_name(table.name, cluster)
         on_cluster = f" ON CLUSTER {cluster}" if cluster and replicated else ""
         order = ", ".join(self.stored(c) if table.column(c).type == "time" else c
                           for c in table.order_by)
@@ -112,9 +112,10 @@ class Dialect:
                            replicated: bool = True) -> str:
         """The cluster-wide table ``name`` over the ``<name>_local`` shards."""
         on_cluster = f" ON CLUSTER {cluster}" if replicated else ""
+        local = local_name(name, cluster)
         return (f"CREATE TABLE IF NOT EXISTS {database}.{name}{on_cluster} "
-                f"AS {database}.{name}_local "
-                f"ENGINE = Distributed({cluster}, {database}, {name}_local, "
+                f"AS {database}.{local} "
+                f"ENGINE = Distributed({cluster}, {database}, {local}, "
                 f"cityHash64({shard_by}))")
 
     def schema(self, database: str, retention_days: int, rollup_retention_days: dict[str, int],
@@ -125,15 +126,14 @@ class Dialect:
         replicated = bool(cluster) if replicated is None else replicated
         kept = ROLLUPS if rollups is None else rollups
         on_cluster = f" ON CLUSTER {cluster}" if cluster and replicated else ""
-        tables = [(t, retention_days) for t in TABLES]
-        tables += [(r.table, rollup_retention_days[r.name]) for r in kept]
-        if kept:
-            tables += [(t, retention_days) for t in ROLLUP_TABLES]
+        tables = stored_tables(kept)
         out = [f"CREATE DATABASE IF NOT EXISTS {database}{on_cluster}"]
-        out += [self.create_table(database, t, days, cluster, replicated) for t, days in tables]
+        out += [self.create_table(database, t,
+                                  rollup_retention_days.get(t.name, retention_days), cluster,
+                                  replicated) for t in tables]
         if cluster:
             out += [self.create_distributed(database, t.name, t.shard_by, cluster, replicated)
-                    for t, _ in tables]
+                    for t in tables]
         return out
 
     def stored(self, time_col: str) -> str:
@@ -187,6 +187,12 @@ class Dialect:
             if self.name == "legacy" and 0 < hi_ns < _DATETIME_END_NS:
                 out.append(f"{col} <= toDateTime({(hi_ns - 1) // 1_000_000_000}, 'UTC')")
         return out
+
+
+def local_name(table: str, cluster: str = "") -> str:
+    """The table that holds a logical table's rows on each server: ``<table>_local`` on a
+    cluster (the logical name is the ``Distributed`` table over them), else the table itself."""
+    return f"{table}_local" if cluster else table
 
 
 #: DateTime ends in 2106 (an unsigned 32-bit count of seconds)

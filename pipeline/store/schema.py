@@ -213,3 +213,8 @@ ROLLUP_STATE = Table(
 
 #: the bookkeeping tables of the rollup job (present when the store keeps rollups)
 ROLLUP_TABLES: tuple[Table, ...] = (ROLLUP_MARKS, ROLLUP_STATE)
+
+
+def stored_tables(rollups: tuple[Rollup, ...] = ROLLUPS) -> tuple[Table, ...]:
+    """Every table of a store that keeps ``rollups``, in the order they are created."""
+    return (*TABLES, *(r.table for r in rollups), *(ROLLUP_TABLES if rollups else ()))

@@ -39,11 +39,12 @@ stop_pid() {
   fi
   pid=$(<"$pidfile")
   kill -TERM "$pid" 2>/dev/null || true
-  local deadline=$((SECONDS + 30))
+  local deadline=$((SECONDS + 30)) killed=""
   while kill -0 "$pid" 2>/dev/null; do
-    if ((SECONDS >= deadline)); then
+    if [[ -z $killed ]] && ((SECONDS >= deadline)); then
       echo "$name (pid $pid) ignored SIGTERM for 30 s: killing it" >&2
       kill -KILL "$pid" 2>/dev/null || true
+      killed=yes
     fi
     sleep 0.1
   done
@@ -53,5 +54,50 @@ stop_pid() {
 
 # free_port: a TCP port nobody listens on right now (the kernel picks it).
 free_port() {
-  "${PYTHON:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  free_ports 1
+}
+
+# free_ports N: N distinct TCP ports nobody listens on right now, one per line (all are held
+# open until every one is picked, so the kernel cannot hand out one twice).
+free_ports() {
+  "${PYTHON:-python3}" -c '
+import socket, sys
+held = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    held.append(s)
+print("\n".join(str(s.getsockname()[1]) for s in held))' "$1"
+}
+
+# kill_pid PIDFILE MARK NAME: SIGKILL the process we started (a crash, for failover tests) and
+# wait until it is gone; the PID file stays, so a later start knows the directory.
+kill_pid() {
+  local pidfile=$1 mark=$2 name=$3 pid
+  pid_alive "$pidfile" "$mark" || { echo "$name is not running" >&2; return 1; }
+  pid=$(<"$pidfile")
+  kill -KILL "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  echo "$name killed (pid $pid, SIGKILL)"
+}
+
+# with_env ENVFILE COMMAND...: run COMMAND with the assignments of ENVFILE exported (a cluster
+# node's recorded name and ports), in a subshell.
+with_env() {
+  local envfile=$1
+  shift
+  [[ -s $envfile ]] || { echo "no $envfile (start the cluster first)" >&2; return 1; }
+  (set -a && source "$envfile" && set +a && "$@")
+}
+
+# in_parallel COMMAND ARG...: run `COMMAND ARG` for every ARG at once; fails when any failed.
+in_parallel() {
+  local cmd=$1 arg pid rc=0 pids=()
+  shift
+  for arg in "$@"; do
+    "$cmd" "$arg" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  return $rc
 }

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Run the test suite against real services: start a Kafka broker and a ClickHouse server on free
-# loopback ports in a run directory of their own, export their addresses, run pytest with the
-# given arguments, stop what was started (also on Ctrl-C), and exit with pytest's code.
+# Run the test suite against real services: start every service of services.sh (a Kafka broker
+# and a 3-broker Kafka cluster, a ClickHouse server and a 2 x 2 ClickHouse cluster with its
+# ZooKeeper) on free loopback ports in a run directory of their own, all at once and once per
+# run; export their addresses; run pytest with the given arguments; stop what was started (also
+# on Ctrl-C); exit with pytest's code.
 #
 #   tests/services/run-tests.sh [pytest args]
 #
-# With ROCEWATCH_TEST_KAFKA and ROCEWATCH_TEST_CLICKHOUSE already set, those services are used and
-# nothing is started. Installs only what is missing: the virtualenv (make venv), Debian's
-# clickhouse-server, the Kafka jars (Maven, cached under .cache/). In CI (CI=true) a service that
-# cannot start is a failure; elsewhere the tests that need it skip and say why.
+# A service whose address is already set (ROCEWATCH_TEST_<NAME>, e.g. ROCEWATCH_TEST_KAFKA from
+# services-dev.env) is used as it is and not started; ROCEWATCH_TEST_SERVICES="kafka clickhouse"
+# starts only those. Installs only what is missing: the virtualenv (make venv), Debian's
+# clickhouse-server, the Java services' jars (Maven, cached under .cache/). In CI (CI=true) a
+# service that cannot start is a failure; elsewhere the tests that need it skip and say why.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -28,15 +31,23 @@ if ! command -v clickhouse-server >/dev/null && [[ ! -x /usr/sbin/clickhouse-ser
     echo "could not install clickhouse-server" >&2
 fi
 
+# the services this run starts: those asked for whose address is not set already
+address_var() { local v=${1^^}; echo "ROCEWATCH_TEST_${v//-/_}"; }
+wanted=()
+for service in ${ROCEWATCH_TEST_SERVICES:-$("$HERE/services.sh" list)}; do
+  var=$(address_var "$service")
+  [[ -n ${!var:-} ]] || wanted+=("$service")
+done
+
 started=""
 cleanup() {
   if [[ -n $started ]]; then
-    "$HERE/services.sh" stop >/dev/null || true
+    "$HERE/services.sh" stop "${wanted[@]}" >/dev/null || true
     rm -rf "$ROCEWATCH_SERVICES_DIR"
   fi
 }
 
-if [[ -z ${ROCEWATCH_TEST_KAFKA:-} || -z ${ROCEWATCH_TEST_CLICKHOUSE:-} ]]; then
+if ((${#wanted[@]})); then
   # a run directory and ports of this run's own: several runs may share the machine
   export ROCEWATCH_SERVICES_DIR=$REPO/var/services/test-$$
   export KAFKA_PORT=${KAFKA_PORT:-$(free_port)}
@@ -48,12 +59,10 @@ if [[ -z ${ROCEWATCH_TEST_KAFKA:-} || -z ${ROCEWATCH_TEST_CLICKHOUSE:-} ]]; then
   trap cleanup EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
-  for service in clickhouse kafka; do
-    if "$HERE/services.sh" start "$service"; then
-      case $service in
-        kafka) export ROCEWATCH_TEST_KAFKA=127.0.0.1:$KAFKA_PORT ;;
-        clickhouse) export ROCEWATCH_TEST_CLICKHOUSE=127.0.0.1:$CLICKHOUSE_TCP_PORT ;;
-      esac
+  "$HERE/services.sh" start "${wanted[@]}"
+  for service in "${wanted[@]}"; do
+    if "$HERE/$service.sh" status >/dev/null 2>&1; then
+      while IFS= read -r assignment; do export "${assignment?}"; done < <("$HERE/$service.sh" env)
     elif is_ci; then
       echo "run-tests.sh: $service did not start, and CI needs it" >&2
       exit 1

@@ -1,4 +1,5 @@
-"""The store contract: the same tests on chDB and on the ClickHouse server (18.16 here).
+"""The store contract: the same tests on chDB, on the ClickHouse server (18.16 here) and on the
+ClickHouse cluster (2 shards x 2 replicas of 18.16, through its Distributed tables).
 
 Every query is built through the store's dialect, and its answer is checked against what the
 batch says in Python, so a backend that renders the schema or a query differently fails here.
@@ -15,6 +16,7 @@ import pytest
 
 from pipeline.model import ActionResult, Alert, SampleBatch, Severity
 from pipeline.store.base import Store, literal
+from pipeline.store.dialect import local_name
 from pipeline.store.rollup import read as rollup_read
 from pipeline.store.rollup.job import RollupJob
 from pipeline.store.rollup.sql import dedup_select
@@ -84,7 +86,7 @@ def test_a_time_range_selects_by_event_time(store: Store, batch: SampleBatch) ->
 
 
 def test_repeated_inserts_collapse_to_one_copy(store: Store, batch: SampleBatch,
-                                               batch_factory: Any) -> None:
+                                               merge: Any) -> None:
     store.insert_samples(batch)
     store.insert_samples(batch)  # the same batch again (a retry)
     # a redelivery with other batch boundaries: the second half again, split differently
@@ -97,7 +99,7 @@ def test_repeated_inserts_collapse_to_one_copy(store: Store, batch: SampleBatch,
         f"SELECT count() AS n FROM (SELECT device, port, metric, qual, {d.time_ns('ts')} AS t "
         f"FROM {store.database}.samples GROUP BY device, port, metric, qual, t)")
     assert int(distinct["n"][0]) == len(batch)
-    store.execute(f"OPTIMIZE TABLE {store.database}.samples FINAL")
+    merge(store, "samples")
     raw = store.query(f"SELECT count() AS n FROM {store.database}.samples")
     assert int(raw["n"][0]) == len(batch), "merging left duplicates behind"
 
@@ -198,8 +200,10 @@ def test_the_schema_is_applied_again_without_harm(store: Store, batch: SampleBat
     tables = store.query(f"SELECT name FROM system.tables WHERE database = "
                          f"{literal(store.database)} ORDER BY name")
     names = set(tables["name"])
-    assert names == {"samples", "alerts", "actions", ROLLUP_1M.name, ROLLUP_1H.name,
-                     *(t.name for t in ROLLUP_TABLES)}
+    logical = {"samples", "alerts", "actions", ROLLUP_1M.name, ROLLUP_1H.name,
+               *(t.name for t in ROLLUP_TABLES)}
+    cluster = getattr(store, "cluster", "")  # a cluster adds each table's shards
+    assert names == logical | {local_name(n, cluster) for n in logical}
 
 
 def test_both_backends_answer_alike(chdb_store: Store, clickhouse_store: Store,

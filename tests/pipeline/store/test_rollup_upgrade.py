@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from pipeline.model import SampleBatch
 from pipeline.store.base import Store, literal
 from pipeline.store.rollup.job import RollupJob
@@ -19,6 +21,14 @@ OLD_STATES = (("v_first", "argMin", "value, {ts}", "Float64, Int64"),
               ("v_min", "min", "value", "Float64"), ("v_max", "max", "value", "Float64"),
               ("t_first", "min", "{ts}", "Int64"), ("t_last", "max", "{ts}", "Int64"),
               ("n", "uniqExact", "{ts}", "Int64"), ("flags_or", "groupBitOr", "flags", "UInt8"))
+
+
+
+@pytest.fixture(params=["chdb", "clickhouse"])
+def store(request: pytest.FixtureRequest) -> Any:
+    """The single-server backends: on a cluster the store refuses to upgrade by itself
+    (docs/deploy.md says how to do it by hand)."""
+    return request.getfixturevalue(f"{request.param}_store")
 
 
 def old_schema(store: Store) -> list[str]:
