@@ -5,11 +5,27 @@ Defaults model a 400G shallow-buffer leaf/spine configured the way the RoCE lite
 acts before PFC; lossless headroom absorbs what is in flight after XOFF is sent; a paused port is
 re-paused every half pause-quanta while it stays in XOFF. Only priority 3 (RoCE) is lossless and
 ECN-capable; every other priority is lossy and tail-drops at ``lossy_limit_bytes``.
+
+In a three-tier fabric the spines are deep-buffer switches, as Meta's CTSW (notes/anchors-papers.md
+§1.1: "deep buffers statically divided per port"): each spine ingress PG may hold
+``deep_spine_xoff_bytes`` before it pauses, so bursts from the leaves and from the aggregation tier
+are absorbed there and a spine persistently pausing a leaf is the anomaly the paper says it is.
+Leaves (RTSW) and aggregation switches keep the shallow-buffer thresholds; two-tier fabrics are
+shallow throughout, as before.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pipeline.topology.model import SPINE
+
+if TYPE_CHECKING:
+    from lab.wiring import Wiring
 
 PAUSE_QUANTUM_BITS = 512
 MAX_PAUSE_QUANTA = 0xFFFF
@@ -30,6 +46,11 @@ class BufferProfile:
     lossy_frame_bytes: float = 1500.0
     lossless: tuple[int, ...] = (3,)
     ecn_capable: tuple[int, ...] = (3,)
+    deep_spine_xoff_bytes: float = 16e6   # a CTSW's per-port share of its deep buffer
+
+    def switch_xoff(self, role: str | None, three_tier: bool) -> float:
+        """The lossless PG threshold of a switch's ingress ports."""
+        return self.deep_spine_xoff_bytes if three_tier and role == SPINE else self.xoff_bytes
 
     def frame_bytes(self, prio: int) -> float:
         """RoCE (the ECN-capable class) uses 4 KB MTU frames; everything else 1500 B."""
@@ -39,3 +60,18 @@ class BufferProfile:
     def pause_refresh_s(bps: float) -> float:
         """A paused port re-sends XOFF every half of the longest pause it can request."""
         return MAX_PAUSE_QUANTA * PAUSE_QUANTUM_BITS / bps / 2.0
+
+
+def device_xoff(wiring: Wiring, buffers: BufferProfile) -> NDArray[np.float64]:
+    """Per device (switches, then hosts): the XOFF threshold of its lossless ingress PGs (a
+    NIC's is its receive buffer's)."""
+    topo = wiring.topology
+    three = topo.tiers == 3
+    sw = [buffers.switch_xoff(topo.role(s), three) for s in wiring.switches]
+    return np.asarray(sw + [buffers.nic_xoff_bytes] * len(wiring.hosts), dtype=np.float64)
+
+
+def pg_xoff(wiring: Wiring, buffers: BufferProfile) -> NDArray[np.float64]:
+    """Per channel: the XOFF threshold of the PG it feeds (that PG lives on the receiving
+    device)."""
+    return np.asarray(device_xoff(wiring, buffers)[wiring.port_device[wiring.peer]])

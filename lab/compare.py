@@ -87,7 +87,7 @@ def run_trial(spec: CompareSpec, mode: str, seed: int) -> tuple[float, float]:
     if mode == "te":
         demand = sim.flows.bps[entries.flow] / 8.0 * entries.share
         plan = plan_paths(sim.wiring, entries, demand, np.ones(sim.wiring.n_links, dtype=bool))
-        sim.set_te_paths(plan.member, plan.down)
+        sim.set_te_paths(*plan.te_paths())
     finished = np.full(len(sim.flows), np.inf)
     n_flows = len(sim.flows)
     while not sim.done:

@@ -49,9 +49,15 @@ Q_PFC_RX, Q_PFC_TX, Q_PFC_RX_US, Q_PFC_TX_US, Q_TX_PKTS, Q_TX_OCTETS = range(6)
 Q_DROPPED, Q_ECN, Q_OCCUPANCY, Q_WATERMARK = range(6, 10)
 N_PRIO_FIELDS = len(PRIO_FIELDS)
 
-# per device (switches, then hosts)
+# per device (switches, then hosts): state, and the lossless buffer configuration it runs with
 D_BOOT_S = 0      # simulated time of the device's last (re)boot: uptime = now - boot
-N_DEVICE_FIELDS = 2
+D_XOFF = 1        # bytes in a lossless ingress PG at which the device sends XOFF
+D_XON = 2         # ... and below which it sends XON again
+D_HEADROOM = 3    # headroom reserved per lossless PG for what is in flight after XOFF
+D_ECN_KMIN = 4    # RED/ECN marking starts (bytes of egress queue)
+D_ECN_KMAX = 5    # ... and marks everything from here
+D_ECN_PMAX = 6    # marking probability at Kmax, per cent
+N_DEVICE_FIELDS = 8
 
 OPER_UP, OPER_DOWN = 1.0, 2.0
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab.buffers import BufferProfile
+from lab.buffers import BufferProfile, pg_xoff
 from lab.physics import F64
 from lab.scenario.fault_checks import orient_cycle
 from lab.scenario.spec import FaultSpec, Scenario
@@ -63,11 +63,13 @@ class FaultEffects:
     stuck: F64                     # (channel, prio): bytes frozen in a deadlocked queue
     xoff_scale: F64                # per device: PG threshold multiplier
     collisions: list[tuple[int, int]] = field(default_factory=list)
+    spine_collisions: list[tuple[int, int]] = field(default_factory=list)
 
     def same_as(self, other: FaultEffects | None) -> bool:
         if other is None:
             return False
         return (self.down_links == other.down_links and self.collisions == other.collisions
+                and self.spine_collisions == other.spine_collisions
                 and all(np.array_equal(getattr(self, n), getattr(other, n))
                         for n in ("loss", "symbols_per_pkt", "line_ber", "forced", "forced_busy",
                                   "rx_drain", "stuck", "xoff_scale")))
@@ -79,6 +81,7 @@ class FaultSchedule:
         self.w = wiring
         self.buf = buffers
         self.faults = scenario.faults
+        self._pg_xoff = pg_xoff(wiring, buffers)
         times: set[float] = set()
         for f in self.faults:
             end = f.end_s(scenario.duration_s)
@@ -159,15 +162,18 @@ class FaultSchedule:
                 down.add(self._link(f.target))
         elif f.kind == FAULT_LINK_DOWN:
             down.add(self._link(f.target))
+        elif f.kind == FAULT_ECMP_COLLISION and f.target in w.leaf_index:
+            fx.collisions.append((w.leaf_index[f.target], int(p["flows"])))
         elif f.kind == FAULT_ECMP_COLLISION:
-            fx.collisions.append((w.topology.leaves.index(f.target), int(p["flows"])))
+            # a spine's flows collide on its aggregation uplinks
+            fx.spine_collisions.append((w.spine_index[f.target], int(p["flows"])))
         elif f.kind == FAULT_BUFFER_MISCONFIG:
             d = w.device_index(f.target)
             fx.xoff_scale[d] = min(fx.xoff_scale[d], float(p["xoff_fraction"]))
         elif f.kind == FAULT_PFC_DEADLOCK:
             for c in self.cycle_channels(list(p["cycle"])):
                 fx.forced[c, lossless] = 1.0
-                fx.stuck[c, lossless] = self.buf.xoff_bytes + self.buf.headroom_bytes
+                fx.stuck[c, lossless] = self._pg_xoff[c] + self.buf.headroom_bytes
 
     def cycle_channels(self, cycle: list[str]) -> list[int]:
         """The egress channel of each cycle link, in the walking direction."""

@@ -1,9 +1,9 @@
 """Which agent each switch runs (gNMI or SNMP), in which dialect, and the ``agents.json`` they make.
 
-Assignment is deterministic and spreads evenly: walking the switches in topology order (spines,
-then leaves), switch ``i`` speaks SNMP when ``floor((i + 1) * snmp) > floor(i * snmp)``, so half
-SNMP alternates spine by spine and leaf by leaf. gNMI switches take the scenario's ``profiles``
-round-robin in the same order.
+Assignment is deterministic and spreads evenly: walking the switches in topology order
+(aggregation switches, spines, then leaves), switch ``i`` speaks SNMP when
+``floor((i + 1) * snmp) > floor(i * snmp)``, so half SNMP alternates switch by switch. gNMI
+switches take the scenario's ``profiles`` round-robin in the same order.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ SNMP_PROFILE = "snmp"
 @dataclass(frozen=True)
 class AgentPlan:
     switch: str
-    role: str          # "spine" | "leaf"
+    role: str          # "agg" | "spine" | "leaf"
     protocol: str      # "gnmi" | "snmp"
     profile: str       # a gNMI dialect, or "snmp"
 
@@ -32,7 +32,7 @@ def plan_agents(scenario: Scenario) -> list[AgentPlan]:
     out: list[AgentPlan] = []
     g = 0
     for i, sw in enumerate(topo.switches):
-        role = "spine" if sw in topo.spines else "leaf"
+        role = topo.role(sw) or "leaf"
         if math.floor((i + 1) * share + 1e-9) > math.floor(i * share + 1e-9):
             out.append(AgentPlan(sw, role, "snmp", SNMP_PROFILE))
         else:

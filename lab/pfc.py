@@ -72,14 +72,14 @@ def hand_back(ph: Physics, up_tier: int, moved: list[FloatArray], lost: list[Flo
     if not m.size:
         return np.zeros(n)
     k = ph._k[up_tier]
-    if up_tier == 0:
-        inter = ph._inter0
-        held = np.where(inter, ph.q[1][m], ph.q[3][m])
-        old = np.where(inter, ph._held0[1][m] * (1.0 - ph._served[1][m]),
-                       ph._held0[3][m] * (1.0 - ph._served[3][m]))
-    else:
-        held = ph.q[up_tier + 1][m]
-        old = ph._held0[up_tier + 1][m] * (1.0 - ph._served[up_tier + 1][m])
+    groups = ph.next_hops(up_tier)
+    # the PG holds what these entries queue at their next hop, whichever tier that is
+    held = np.zeros(m.size)
+    old = np.zeros(m.size)
+    for nt, sel in groups:
+        mm = m[sel]
+        held[sel] = ph.q[nt][mm]
+        old[sel] = ph._held0[nt][mm] * (1.0 - ph._served[nt][mm])
     ph._floor += sum_by_key(k, old, n)
     pg = sum_by_key(k, held, n)
     excess = np.maximum(pg - ph._xoff, 0.0) * ph._lossless_f
@@ -90,11 +90,9 @@ def hand_back(ph: Physics, up_tier: int, moved: list[FloatArray], lost: list[Flo
     total = sum_by_key(k, reflectable, n)
     r = np.minimum(1.0, excess / np.maximum(total, _TINY))
     back = reflectable * r[k]
-    if up_tier == 0:
-        ph.q[1][m[inter]] -= back[inter]
-        ph.q[3][m[~inter]] -= back[~inter]
-    else:
-        ph.q[up_tier + 1][m] -= back
+    for nt, sel in groups:
+        ph.q[nt][m[sel]] -= back[sel]
+    if up_tier:
         ph.q[up_tier][m] += back
     moved[up_tier][m] -= back
     back_k = sum_by_key(k, back, n)

@@ -3,8 +3,8 @@
 State is per *unit* and per *channel* (a port's egress) and priority. Routing places *entries*
 (a flow's queue pairs) on paths; the entries of one flow that share a path behave identically, so
 they are simulated as one unit, regrouped whenever routes change (QPs hashed onto 4 spines make
-at most 4 units per flow). A step of length ``dt`` runs two passes over the four tiers (see
-:mod:`lab.wiring`):
+at most 4 units per flow). A step of length ``dt`` runs two passes over the six tiers (see
+:mod:`lab.wiring`; a path skips the tiers it does not cross):
 
 Forward, tier 0 to 3: each egress queue offers its backlog plus this step's arrivals; the port's
 capacity is shared among priorities (DWRR, equal weights: :mod:`lab.egress`) and each priority
@@ -13,8 +13,11 @@ proportion to what they hold.
 Frames corrupted on a channel vanish at the receiver. Traffic into a down port is flushed.
 
 Backward, sink to tier 0 (PFC, :mod:`lab.pfc`): a lossless priority group that ends the step above
-its XOFF threshold hands the excess it received back upstream, hop by hop to the senders, and
-each channel's pause fraction for the next step follows from what its PG could accept.
+its XOFF threshold hands the excess it received back upstream, hop by hop to the senders (the PG a
+channel feeds holds what its entries queue at the next hop on their paths, whichever tier that
+is), and each channel's pause fraction for the next step follows from what its PG could accept.
+So a pause climbs from a leaf through a spine to an aggregation switch and down into another zone
+exactly as it spreads inside one.
 
 With ``dcqcn`` on, senders also react to ECN marks (:mod:`lab.dcqcn`).
 
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lab.buffers import BufferProfile
+from lab.buffers import BufferProfile, pg_xoff
 from lab.dcqcn import react
 from lab.egress import serve, tail_drop
 from lab.pfc import estimate_pause, hand_back, sink
@@ -90,8 +93,7 @@ class Physics:
         self._lossless_f = self._lossless_flat.astype(np.float64)
         self._lossy_f = 1.0 - self._lossless_f
         # threshold of the PG each channel feeds (that PG lives on the receiving device)
-        xoff = np.full((n_ports, N_PRIO), buffers.xoff_bytes)
-        xoff[wiring.tier == TIER_LEAF_DOWN] = buffers.nic_xoff_bytes
+        xoff = np.repeat(pg_xoff(wiring, buffers)[:, None], N_PRIO, axis=1)
         self.xoff_base: F64 = xoff
         self._xoff: F64 = self._compact(xoff)
         self._band: F64 = self._hysteresis(self._xoff)
@@ -139,7 +141,8 @@ class Physics:
         self._m: list[IntArray] = [empty] * N_TIERS   # entries present at each tier
         self._k: list[IntArray] = [empty] * N_TIERS   # their (channel, slot) keys
         self._c: list[IntArray] = [empty] * N_TIERS   # their channels
-        self._inter0 = np.zeros(0, dtype=bool)        # tier-0 entries that continue to tier 1
+        # per tier: the next tier each present entry visits, grouped ((next tier, mask), ...)
+        self._next: list[list[tuple[int, NDArray[np.bool_]]]] = [[] for _ in range(N_TIERS)]
         self._has_lossy = False
         self.reset_accumulators()
 
@@ -222,7 +225,11 @@ class Physics:
             self._m[tier] = m
             self._c[tier] = ch[m, tier]
             self._k[tier] = self._c[tier] * na + self._pslot[m]
-        self._inter0 = ch[self._m[0], 1] >= 0
+        for tier in range(N_TIERS - 1):
+            m = self._m[tier]
+            later = ch[m, tier + 1:] >= 0
+            nxt = np.where(later.any(axis=1), tier + 1 + np.argmax(later, axis=1), -1)
+            self._next[tier] = [(int(t), nxt == t) for t in np.unique(nxt) if t >= 0]
         self._has_lossy = bool((~self.lossless[self.prio[self.routable]]).any())
 
     def set_channel_up(self, up: NDArray[np.bool_]) -> None:
@@ -319,9 +326,9 @@ class Physics:
                 arr[m] = out
         self._floor = np.zeros(n)      # PG level each would keep with its upstream silent
         pg_end = sink(self, cap, moved, arr, tx)
-        pg_end += hand_back(self, 2, moved, lost, tx)
-        pg_end += hand_back(self, 1, moved, lost, tx)
-        pg_end += hand_back(self, 0, moved, lost, tx)
+        for tier in range(TIER_LEAF_DOWN - 1, -1, -1):
+            if self._m[tier].size:
+                pg_end += hand_back(self, tier, moved, lost, tx)
         lost_k = np.zeros(n)
         if any_loss:
             for tier in range(N_TIERS):
@@ -362,10 +369,18 @@ class Physics:
         """Per tier: the entries present there and their (channel, active prio) keys."""
         return list(zip(self._m, self._k, strict=True))
 
-    @property
-    def inter0(self) -> NDArray[np.bool_]:
-        """For the tier-0 entries: whether they continue to tier 1 (else straight to tier 3)."""
-        return self._inter0
+    def next_hops(self, tier: int) -> list[tuple[int, NDArray[np.bool_]]]:
+        """For the entries present at ``tier``: the next tier they visit, as (tier, mask) groups
+        over ``tiers()[tier]``'s entries (empty at the last tier)."""
+        return self._next[tier]
+
+    def next_channel(self, tier: int) -> IntArray:
+        """For the entries present at ``tier``: the channel of their next hop."""
+        m = self._m[tier]
+        out = np.full(m.size, -1, dtype=np.int64)
+        for nt, sel in self._next[tier]:
+            out[sel] = self.ch[m[sel], nt]
+        return out
 
     def queued_bytes(self) -> float:
         return float(sum(float(q.sum()) for q in self.q))

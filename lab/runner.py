@@ -11,8 +11,8 @@ Running the simulator in its own process keeps its numpy work off the agents' GI
 ``docs/lab.md``); thread mode exists for debugging and for single-process embedding.
 
 Commands (tuples): ``("go", t0_monotonic)``, ``("admin", seq, port, up)``,
-``("drain", seq, link, drained)``, ``("te", seq, member, down)``, ``("reset", seq, device)``,
-``("stop",)``. ``seq`` is echoed in the control block once applied.
+``("drain", seq, link, drained)``, ``("te", seq, member, down[, up, agg])``,
+``("reset", seq, device)``, ``("stop",)``. ``seq`` is echoed in the control block once applied.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ class _Loop:
         elif kind == "drain":
             sim.set_drained(int(cmd[2]), bool(cmd[3]))
         elif kind == "te":
-            sim.set_te_paths(cmd[2], cmd[3])
+            sim.set_te_paths(*cmd[2:])
         elif kind == "reset":
             sim.reset_device(int(cmd[2]))
         sim.counters.header[cf.H_APPLIED] = seq

@@ -176,12 +176,12 @@ def pg_load(ph: Physics, util: F64) -> F64:
     num = np.zeros(n)
     den = np.zeros(n)
     tiers = ph.tiers()
-    for up in range(3):
+    for up in range(TIER_LEAF_DOWN):
         m, k = tiers[up]
         if not m.size:
             continue
-        # where the PG's bytes continue: tier-0 entries go to tier 1, or to tier 3 within a leaf
-        nxt = np.where(ph.inter0, ph.ch[m, 1], ph.ch[m, 3]) if up == 0 else ph.ch[m, up + 1]
+        # where the PG's bytes continue: the next hop of each entry on its path
+        nxt = ph.next_channel(up)
         wgt = ph.offered[m]
         num += np.bincount(k, wgt * util[nxt], minlength=n)
         den += np.bincount(k, wgt, minlength=n)

@@ -66,6 +66,11 @@ class SwitchModel:
         ports = wiring.switch_ports[wiring.device_index(switch)].tolist()
         self.port_of: dict[str, int] = {wiring.port_name[p]: int(p) for p in ports}
 
+    def known_target(self, prefix: pb.Path) -> bool:
+        """Whether a request's ``prefix.target`` names something this switch serves (any target
+        on OpenConfig dialects, where it is only echoed; a DB on SONiC)."""
+        return self.sonic is None or not prefix.target or prefix.target in DATABASES
+
     def models(self) -> list[pb.ModelData]:
         return [pb.ModelData(name=n, organization=o, version=v)
                 for n, o, v in _MODELS[self.dialect]]

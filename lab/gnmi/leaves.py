@@ -36,6 +36,7 @@ class Kind(IntEnum):
     BOOL = 4        # true when the snapshot value is 1 (admin up)
     STRING = 5      # constant string
     TIMETICKS = 6   # simulated seconds in the snapshot, served as ns since the epoch
+    FLAG = 7        # constant boolean
 
 
 @dataclass(eq=False)
@@ -117,7 +118,36 @@ def build_leaf_table(dialect: str, switch: str, wiring: Wiring, layout: Layout) 
         _interface(b, wiring, p, layout, arista=dialect == "arista")
     for p in ports:
         _qos(b, wiring, p, layout, dialect)
+    _buffer_config(b, wiring.device_index(switch), layout)
     return b.table()
+
+
+LOSSLESS_PROFILE = "lossless_pg"
+ECN_PROFILE = "roce_ecn"
+_BUFFER_LEAVES = (("xoff", cf.D_XOFF), ("xon", cf.D_XON), ("headroom", cf.D_HEADROOM))
+_WRED_LEAVES = (("min-threshold", cf.D_ECN_KMIN), ("max-threshold", cf.D_ECN_KMAX),
+                ("max-drop-probability-percent", cf.D_ECN_PMAX))
+
+
+def _buffer_config(b: _Builder, device: int, lay: Layout) -> None:
+    """The switch's lossless buffer profile (PG thresholds, bytes) and its ECN profile, as
+    configuration (``config``) and as applied (``state``); see docs/telemetry-dialects.md."""
+    prof = (_e("qos"), _e("buffer"), _e("buffer-profiles"),
+            _e("buffer-profile", name=LOSSLESS_PROFILE))
+    b.add((*prof, _e("name")), Kind.STRING, const=LOSSLESS_PROFILE)
+    wred = (_e("qos"), _e("queue-management-profiles"),
+            _e("queue-management-profile", name=ECN_PROFILE))
+    b.add((*wred, _e("name")), Kind.STRING, const=ECN_PROFILE)
+    for part in ("config", "state"):
+        b.add((*prof, _e(part), _e("name")), Kind.STRING, const=LOSSLESS_PROFILE)
+        b.add((*prof, _e(part), _e("pool")), Kind.STRING, const="ingress_lossless_pool")
+        b.add((*prof, _e(part), _e("priority")), Kind.UINT, const=3)
+        for leaf, fld in _BUFFER_LEAVES:
+            b.add((*prof, _e(part), _e(leaf)), Kind.GAUGE, lay.dev_index(device, fld))
+        uni = (*wred, _e("wred"), _e("uniform"), _e(part))
+        b.add((*uni, _e("enable-ecn")), Kind.FLAG, const=True)
+        for leaf, fld in _WRED_LEAVES:
+            b.add((*uni, _e(leaf)), Kind.GAUGE, lay.dev_index(device, fld))
 
 
 def _interface(b: _Builder, w: Wiring, p: int, lay: Layout, *, arista: bool) -> None:
@@ -168,6 +198,8 @@ def _qos(b: _Builder, w: Wiring, p: int, lay: Layout, dialect: str) -> None:
         for prio in range(N_PRIO):
             pr = (*root, _e("pfc"), _e("pfc-priorities"), _e("pfc-priority", dot1p=str(prio)))
             b.add((*pr, _e("dot1p")), Kind.UINT, const=prio)
+            b.add((*pr, _e("config"), _e("dot1p")), Kind.UINT, const=prio)
+            b.add((*pr, _e("config"), _e("enable")), Kind.FLAG, const=prio == 3)
             b.add((*pr, _e("state"), _e("dot1p")), Kind.UINT, const=prio)
             for leaf, fld in (("pause-frames-rx", cf.Q_PFC_RX), ("pause-frames-tx", cf.Q_PFC_TX)):
                 b.add((*pr, _e("state"), _e("statistics"), _e(leaf)), Kind.COUNTER,

@@ -54,7 +54,7 @@ class LeafSelection:
         self.updates = list(note.update)
         consts = [table.consts[i] for i in sel.tolist()]
         for u, kind, const in zip(self.updates, self.kinds.tolist(), consts, strict=True):
-            if kind in (int(Kind.STRING), int(Kind.UINT)):
+            if kind in (int(Kind.STRING), int(Kind.UINT), int(Kind.FLAG)):
                 _set_const(u.val, kind, const, encoding)
         numeric = np.isin(self.kinds, _NUMERIC)
         self._num = np.flatnonzero(numeric)
@@ -123,6 +123,11 @@ def _set_const(val: pb.TypedValue, kind: int, const: object, enc: int) -> None:
             val.uint_val = const
         else:
             _json(val, enc, b"%d" % const)
+    elif kind == int(Kind.FLAG):
+        if enc == pb.PROTO:
+            val.bool_val = bool(const)
+        else:
+            _json(val, enc, b"true" if const else b"false")
     else:
         text = str(const)
         if enc == pb.PROTO:
@@ -163,7 +168,7 @@ def _json(val: pb.TypedValue, enc: int, body: bytes) -> None:
 
 def leaf_python_value(kind: int, raw: float, const: object, epoch_ns: int) -> object:
     """A leaf's value as a Python object, for JSON trees in Get responses (RFC 7951 rules)."""
-    if kind in (int(Kind.STRING), int(Kind.UINT)):
+    if kind in (int(Kind.STRING), int(Kind.UINT), int(Kind.FLAG)):
         return const
     if kind in _NUMERIC:
         return str(int(max(raw, 0.0)))

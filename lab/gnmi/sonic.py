@@ -6,7 +6,11 @@ As sonic-gnmi serves them (notes/ecosystem-conventions.md §1.5): origin empty, 
 * ``COUNTERS_DB`` ``COUNTERS/<port>``: port counters, ``COUNTERS/<port>/Queues``: queue counters,
   ``COUNTERS/<port>/<FIELD>``: one field;
 * ``APPL_DB`` ``PORT_TABLE/<port>``: oper/admin status, flap count, speed;
-* ``CONFIG_DB`` ``PORT/<port>``: admin status (``PORT/<port>/admin_status`` is settable).
+* ``CONFIG_DB`` ``PORT/<port>``: admin status (``PORT/<port>/admin_status`` is settable);
+  the lossless buffer and PFC configuration: ``BUFFER_PROFILE/pg_lossless_profile`` (``xoff``,
+  ``xon``, ``size``: the PG's XOFF and XON thresholds and its headroom, bytes; ``pool``),
+  ``BUFFER_PG/<port>|3`` (``profile``), ``PORT_QOS_MAP/<port>`` (``pfc_enable``) and
+  ``WRED_PROFILE/AZURE_LOSSLESS`` (ECN thresholds).
 
 ``<port>`` is a name (``Ethernet8``), ``Ethernet*`` or ``*``. A wildcard returns a map keyed by port
 (``"Ethernet8"``) or port and queue (``"Ethernet8:3"``); a single port returns that port's field map
@@ -71,6 +75,7 @@ class SonicTables:
     admin: dict[str, int]
     carrier: dict[str, int]
     speed_mbps: dict[str, int]
+    device: dict[str, int]              # D_* field -> snapshot index (buffer configuration)
 
 
 def build_sonic_tables(switch: str, wiring: Wiring, layout: Layout) -> SonicTables:
@@ -94,7 +99,39 @@ def build_sonic_tables(switch: str, wiring: Wiring, layout: Layout) -> SonicTabl
         admin={n: layout.port_index(p, cf.P_ADMIN) for p, n in zip(ports, names, strict=True)},
         carrier={n: layout.port_index(p, cf.P_CARRIER) for p, n in zip(ports, names, strict=True)},
         speed_mbps={n: int(wiring.bps[p] / 1e6) for p, n in zip(ports, names, strict=True)},
+        device={name: layout.dev_index(wiring.device_index(switch), fld)
+                for name, fld in _DEVICE_FIELDS},
     )
+
+
+BUFFER_PROFILE = "pg_lossless_profile"
+WRED_PROFILE = "AZURE_LOSSLESS"
+_DEVICE_FIELDS = (("xoff", cf.D_XOFF), ("xon", cf.D_XON), ("size", cf.D_HEADROOM),
+                  ("green_min_threshold", cf.D_ECN_KMIN), ("green_max_threshold", cf.D_ECN_KMAX),
+                  ("green_drop_probability", cf.D_ECN_PMAX))
+
+
+def _config_tables(t: SonicTables, table: str, key: str) -> list[tuple[str, tuple[Field, ...]]]:
+    """CONFIG_DB's buffer, PFC and ECN tables: ``key`` is a profile name, ``<port>`` or
+    ``<port>|3`` (a wildcard ``*`` or ``Ethernet*`` selects ports)."""
+    dev = t.device
+    if table == "BUFFER_PROFILE" and key in ("*", BUFFER_PROFILE):
+        return [(BUFFER_PROFILE, (("pool", -1, "ingress_lossless_pool"),
+                                  ("xoff", dev["xoff"], None), ("xon", dev["xon"], None),
+                                  ("size", dev["size"], None)))]
+    if table == "WRED_PROFILE" and key in ("*", WRED_PROFILE):
+        return [(WRED_PROFILE, (("ecn", -1, "ecn_all"), ("wred_green_enable", -1, "true"),
+                                *((f, dev[f], None) for f in ("green_min_threshold",
+                                                              "green_max_threshold",
+                                                              "green_drop_probability"))))]
+    if table == "PORT_QOS_MAP":
+        return [(p, (("pfc_enable", -1, "3"),)) for p in _port_match(key, t.ports)]
+    if table == "BUFFER_PG":
+        port, _, pg = key.partition("|")
+        if pg not in ("", "*", "3"):
+            return []
+        return [(f"{p}|3", (("profile", -1, BUFFER_PROFILE),)) for p in _port_match(port, t.ports)]
+    return []
 
 
 def _port_match(pattern: str, names: tuple[str, ...]) -> list[str]:
@@ -159,6 +196,11 @@ def _resolve(t: SonicTables, db: str, names: list[str]) -> list[tuple[str, tuple
     if len(names) < 2:
         return []
     table, port_pat = names[0], names[1]
+    if db == "CONFIG_DB" and table != "PORT":
+        found = _config_tables(t, table, port_pat)
+        if len(names) == 3:
+            found = [(k, tuple(f for f in v if f[0] == names[2])) for k, v in found]
+        return [(k, v) for k, v in found if v]
     ports = _port_match(port_pat, t.ports)
     out: list[tuple[str, tuple[Field, ...]]] = []
     if db == "COUNTERS_DB" and table == "COUNTERS":
@@ -192,4 +234,7 @@ def _render(field: Field, snap: NDArray[np.float64]) -> str:
     raw = float(snap[idx])
     if name in ("oper_status", "admin_status"):
         return "up" if round(raw) == 1 else "down"
-    return str(int(max(raw, 0.0)))
+    return str(int(max(raw, 0.0) + 0.5)) if name in _CONFIG_FIELDS else str(int(max(raw, 0.0)))
+
+
+_CONFIG_FIELDS = {f for f, _ in _DEVICE_FIELDS}

@@ -11,6 +11,13 @@ A STREAM first sends every subscription's current values (unless ``updates_only`
 * TARGET_DEFINED: status leaves (``oper-status``, ``admin-status``, ``enabled``) ON_CHANGE,
   everything else SAMPLE at the default interval.
 
+A path with no data is not an error (gNMI 3.5.1.3: the target "MUST NOT close the RPC" and keeps
+watching for the path): its initial set is empty, so STREAM sends ``sync_response`` at once and
+stays open, ONCE sends ``sync_response`` and closes, and each POLL answers ``sync_response``. A
+path the target cannot serve at all (an unknown origin or SONiC DB) is refused, and so is a
+``sample_interval`` shorter than the statistics tick, the fastest the target samples
+(``InvalidArgument``, gNMI 3.5.1.5.2); 0 means the scenario's sample interval.
+
 Samples fire on the first snapshot (statistics tick) at or after their due time, so a 1 s interval
 at ``--speed 10`` produces a notification every 0.1 wall seconds, stamped with simulated time.
 Snapshots are processed in order even when the agent gets to them late (about a wall second of
@@ -52,7 +59,7 @@ class SubscriptionPlan:
     """A validated SubscriptionList, resolved against one switch."""
 
     def __init__(self, model: SwitchModel, sl: pb.SubscriptionList,
-                 default_interval_s: float) -> None:
+                 default_interval_s: float, min_interval_s: float = 0.0) -> None:
         if sl.encoding not in (pb.JSON, pb.JSON_IETF, pb.PROTO):
             raise PathError("UNIMPLEMENTED",
                             f"encoding {pb.Encoding.Name(sl.encoding)} is not supported; "
@@ -62,9 +69,20 @@ class SubscriptionPlan:
         self.mode = sl.mode
         self.updates_only = sl.updates_only
         self.subs: list[_Sub] = []
+        self.missing: list[str] = []      # paths with no data (yet): an empty initial set
         for s in sl.subscription:
-            sel, _full = model.resolve(sl.prefix, s.path, sl.encoding)
             interval = s.sample_interval / 1e9 if s.sample_interval else default_interval_s
+            if s.mode in (_SAMPLE, _TARGET_DEFINED) and 0 < interval < min_interval_s - 1e-12:
+                raise PathError("INVALID_ARGUMENT",
+                                f"sample_interval {s.sample_interval} ns is shorter than this "
+                                f"target samples ({round(min_interval_s * 1e9)} ns)")
+            try:
+                sel, _full = model.resolve(sl.prefix, s.path, sl.encoding)
+            except PathError as exc:
+                if exc.code != "NOT_FOUND" or not model.known_target(sl.prefix):
+                    raise
+                self.missing.append(str(exc))
+                continue
             hb = s.heartbeat_interval / 1e9
             if s.mode == _TARGET_DEFINED and isinstance(sel, LeafSelection):
                 self._split(model, sl, s, sel, default_interval_s, hb)
@@ -133,10 +151,11 @@ def _due(sub: _Sub, snap: np.ndarray, now: float, ts: int) -> pb.SubscribeRespon
 
 
 def snapshot_responses(plan: SubscriptionPlan, view: SimView) -> list[pb.SubscribeResponse]:
-    """Everything once (ONCE, and each POLL), followed by ``sync_response``."""
+    """Everything once (ONCE, and each POLL), followed by ``sync_response``; with
+    ``updates_only``, only the ``sync_response`` (gNMI 3.5.1.2)."""
     snap = view.snapshot
     ts = view.ts_ns(snap)
-    out = [_copy(sub.sel.full(snap, ts)) for sub in plan.subs]
+    out = [] if plan.updates_only else [_copy(sub.sel.full(snap, ts)) for sub in plan.subs]
     out.append(pb.SubscribeResponse(sync_response=True))
     return out
 

@@ -129,7 +129,8 @@ class GnmiTarget(pb_grpc.gNMIServicer):  # type: ignore[misc]
                                 "the first SubscribeRequest must carry a SubscriptionList")
             return
         try:
-            plan = SubscriptionPlan(self.model, first.subscribe, self.default_interval_s)
+            plan = SubscriptionPlan(self.model, first.subscribe, self.default_interval_s,
+                                    self.view.tick_s)
         except PathError as exc:
             await context.abort(getattr(grpc.StatusCode, exc.code), str(exc))
             return

@@ -63,8 +63,10 @@ def parse_fault(data: Any, path: str, topo: Topology, duration: float) -> FaultS
         _target_host(target, f"{path}.target", topo)
     elif kind in LINK_FAULTS:
         _target_link(target, f"{path}.target", topo)
-    elif kind == FAULT_ECMP_COLLISION and target not in topo.leaves:
-        raise ConfigError(f"{kind} targets a leaf, not {target!r}", f"{path}.target")
+    elif kind == FAULT_ECMP_COLLISION and target not in topo.leaves and not (
+            target in topo.spines and topo.agg_uplinks(target)):
+        where = "a leaf, or a spine with aggregation uplinks," if topo.aggs else "a leaf"
+        raise ConfigError(f"{kind} targets {where} not {target!r}", f"{path}.target")
     elif kind == FAULT_BUFFER_MISCONFIG and target not in topo.switches:
         raise ConfigError(f"{kind} targets a switch, not {target!r}", f"{path}.target")
     if kind == FAULT_PFC_STORM:
@@ -130,8 +132,8 @@ def _target_host(target: str, path: str, topo: Topology) -> None:
 def _target_link(target: str, path: str, topo: Topology) -> None:
     if target not in topo.link_by_id and target not in topo.host_by_name:
         raise ConfigError(
-            f"this fault targets a link (like leaf2~spine1, leaf2~spine1#2, or a host's link "
-            f"host5); {target!r} is not one", path)
+            f"this fault targets a link (like leaf2~spine1, leaf2~spine1#2, agg2~z3-spine1 or a "
+            f"host's link host5); {target!r} is not one", path)
 
 
 def _cycle(data: Any, path: str, topo: Topology) -> tuple[str, ...]:

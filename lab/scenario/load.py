@@ -26,13 +26,16 @@ from lab.scenario.spec import (
     FabricSpec,
     Scenario,
     TrafficSpec,
+    build_topology,
 )
 from pipeline.errors import ConfigError
-from pipeline.topology.model import Topology, spine_leaf
+from pipeline.topology.model import Topology, parse_zone
 
-# Sanity bounds: a clear error beats an out-of-memory simulation.
+# Sanity bounds: a clear error beats an out-of-memory simulation (the 24,576-GPU reference fabric
+# of 8 zones x 96 leaves x 32 hosts fits).
 _MAX_SWITCHES_PER_TIER = 512
-_MAX_HOSTS = 16384
+_MAX_ZONES = 64
+_MAX_HOSTS = 65536
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -83,8 +86,7 @@ def parse_scenario(data: Any, source: str = "") -> Scenario:
     interval = as_num(root.get("sample_interval_s", 1), "sample_interval_s", lo=0, lo_open=True,
                     hi=duration)
     fabric = _fabric(root["fabric"], "fabric")
-    topo = spine_leaf(fabric.spines, fabric.leaves, fabric.hosts_per_leaf,
-                      fabric.uplinks_per_pair, fabric.link_gbps, fabric.host_gbps)
+    topo = build_topology(fabric.shape)
     routing = root.get("routing", "ecmp")
     if routing not in ROUTING_MODES:
         raise ConfigError(f"unknown routing {routing!r}; one of {', '.join(ROUTING_MODES)}",
@@ -102,13 +104,27 @@ def parse_scenario(data: Any, source: str = "") -> Scenario:
 def _fabric(data: Any, path: str) -> FabricSpec:
     m = as_mapping(data, path)
     check_keys(m, path, required={"spines", "leaves", "hosts_per_leaf"},
-          optional={"uplinks_per_pair", "link_gbps", "host_gbps", "agents", "profiles"})
+          optional={"uplinks_per_pair", "link_gbps", "host_gbps", "agents", "profiles",
+                    "zones", "aggs", "agg_uplinks_per_spine", "agg_gbps"})
     spines = as_int(m["spines"], f"{path}.spines", lo=1, hi=_MAX_SWITCHES_PER_TIER)
     leaves = as_int(m["leaves"], f"{path}.leaves", lo=1, hi=_MAX_SWITCHES_PER_TIER)
     hpl = as_int(m["hosts_per_leaf"], f"{path}.hosts_per_leaf", lo=0, hi=_MAX_HOSTS)
-    if leaves * hpl > _MAX_HOSTS:
-        raise ConfigError(f"{leaves * hpl} hosts is more than this lab simulates ({_MAX_HOSTS})",
-                          f"{path}.hosts_per_leaf")
+    zones = as_int(m.get("zones", 1), f"{path}.zones", lo=1, hi=_MAX_ZONES)
+    if zones * leaves * hpl > _MAX_HOSTS:
+        raise ConfigError(f"{zones * leaves * hpl} hosts is more than this lab simulates "
+                          f"({_MAX_HOSTS})", f"{path}.hosts_per_leaf")
+    aggs = 0
+    if "aggs" in m:
+        aggs = as_int(m["aggs"], f"{path}.aggs", lo=1, hi=_MAX_SWITCHES_PER_TIER)
+    elif zones > 1:
+        raise ConfigError(f"{zones} zones need aggregation switches to join them", f"{path}.aggs")
+    for key in ("agg_uplinks_per_spine", "agg_gbps"):
+        if key in m and not aggs:
+            raise ConfigError("describes the aggregation tier: give aggs too", f"{path}.{key}")
+    agg_upp = as_int(m.get("agg_uplinks_per_spine", 1), f"{path}.agg_uplinks_per_spine", lo=1,
+                     hi=16)
+    agg_gbps = (as_num(m["agg_gbps"], f"{path}.agg_gbps", lo=0, lo_open=True, hi=1.6e4)
+                if "agg_gbps" in m else None)
     upp = as_int(m.get("uplinks_per_pair", 1), f"{path}.uplinks_per_pair", lo=1, hi=16)
     link_gbps = as_num(m.get("link_gbps", 400), f"{path}.link_gbps", lo=0, lo_open=True, hi=1.6e4)
     host_gbps = as_num(m.get("host_gbps", 400), f"{path}.host_gbps", lo=0, lo_open=True, hi=1.6e4)
@@ -123,7 +139,8 @@ def _fabric(data: Any, path: str) -> FabricSpec:
                 raise ConfigError(f"unknown profile {prof!r}; one of {', '.join(PROFILES)}",
                                   f"{path}.profiles[{i}]")
         profiles = tuple(items)
-    return FabricSpec(spines, leaves, hpl, upp, link_gbps, host_gbps, agents, profiles)
+    return FabricSpec(spines, leaves, hpl, upp, link_gbps, host_gbps, agents, profiles, zones,
+                      aggs, agg_upp, agg_gbps)
 
 
 def _agents(data: Any, path: str) -> AgentMix:
@@ -168,7 +185,11 @@ def _hosts(data: Any, path: str, topo: Topology) -> tuple[str, ...]:
     if isinstance(data, str):
         if data in topo.leaves:
             return tuple(h.name for h in topo.host_ports(data))
-        raise ConfigError(f"{data!r} is neither 'all', a leaf, nor a list of hosts", path)
+        zone = parse_zone(data)
+        if zone is not None and zone in topo.zones and len(topo.zones) > 1:
+            return tuple(h.name for h in topo.zone_hosts(zone))
+        raise ConfigError(f"{data!r} is neither 'all', a leaf, a zone (z1..), nor a list of "
+                          "hosts", path)
     items = as_list(data, path)
     if not items:
         raise ConfigError("must list at least one host", path)

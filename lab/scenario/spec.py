@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from pipeline.topology.model import Topology, spine_leaf
+from pipeline.topology.model import FabricShape, Topology
 
 ROUTING_MODES = ("ecmp", "eecmp", "pinned", "te")
 PATTERNS = ("allreduce", "alltoall", "uniform", "incast", "none")
@@ -31,6 +32,8 @@ class AgentMix:
 
 @dataclass(frozen=True)
 class FabricSpec:
+    """The ``fabric`` section; ``spines`` and ``leaves`` are per zone."""
+
     spines: int
     leaves: int
     hosts_per_leaf: int
@@ -39,6 +42,16 @@ class FabricSpec:
     host_gbps: float = 400.0
     agents: AgentMix = AgentMix()
     profiles: tuple[str, ...] = ("openconfig",)
+    zones: int = 1
+    aggs: int = 0
+    agg_uplinks_per_spine: int = 1
+    agg_gbps: float | None = None
+
+    @property
+    def shape(self) -> FabricShape:
+        return FabricShape(self.spines, self.leaves, self.hosts_per_leaf, self.uplinks_per_pair,
+                           self.link_gbps, self.host_gbps, self.zones, self.aggs,
+                           self.agg_uplinks_per_spine, self.agg_gbps)
 
 
 @dataclass(frozen=True)
@@ -80,9 +93,7 @@ class Scenario:
     source: str = ""
 
     def topology(self) -> Topology:
-        f = self.fabric
-        return spine_leaf(f.spines, f.leaves, f.hosts_per_leaf, f.uplinks_per_pair,
-                          f.link_gbps, f.host_gbps)
+        return build_topology(self.fabric.shape)
 
     def truth(self) -> list[dict[str, Any]]:
         """The injected faults as the run report's ``truth`` entries."""
@@ -91,3 +102,9 @@ class Scenario:
              "end_s": f.end_s(self.duration_s)}
             for f in self.faults
         ]
+
+
+@lru_cache(maxsize=8)
+def build_topology(shape: FabricShape) -> Topology:
+    # a topology is immutable: the lab, its agents' plan and the loader share one per shape
+    return shape.build()

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lab import counters as cf
-from lab.buffers import BufferProfile
+from lab.buffers import BufferProfile, device_xoff
 from lab.counters import CounterState
 from lab.faults import FaultEffects, FaultSchedule
 from lab.physics import Physics
@@ -67,10 +67,18 @@ class Simulation:
         self.link_up = np.ones(w.n_links, dtype=bool)
         self.te_member: IntArray | None = None
         self.te_down: IntArray | None = None
+        self.te_up: IntArray | None = None
+        self.te_agg: IntArray | None = None
         self._effects: FaultEffects | None = None
         self._next_fault_t = 0.0
         self._routes_dirty = True
         self._finite = False
+        self._device_xoff = device_xoff(w, self.buffers)
+        buf, dev = self.buffers, self.counters.device
+        dev[:, cf.D_HEADROOM] = buf.headroom_bytes
+        dev[:, cf.D_ECN_KMIN] = buf.ecn_kmin_bytes
+        dev[:, cf.D_ECN_KMAX] = buf.ecn_kmax_bytes
+        dev[:, cf.D_ECN_PMAX] = buf.ecn_pmax * 100.0
         self._apply_faults()
         self._refresh_routes()
 
@@ -110,8 +118,13 @@ class Simulation:
             self.drained[link] = drained
             self._routes_dirty = True
 
-    def set_te_paths(self, member: IntArray, down: IntArray) -> None:
+    def set_te_paths(self, member: IntArray, down: IntArray, up: IntArray | None = None,
+                     agg: IntArray | None = None) -> None:
+        """TE paths per entry: the leaf's member and the spine's link down, and across zones
+        the spine's aggregation member and the aggregation switch's member (-1: none)."""
         self.te_member, self.te_down = member.copy(), down.copy()
+        self.te_up = None if up is None else up.copy()
+        self.te_agg = None if agg is None else agg.copy()
         self._routes_dirty = True
 
     def reset_device(self, device: int) -> None:
@@ -132,11 +145,17 @@ class Simulation:
         prev = self._effects
         self._effects = fx
         scale = fx.xoff_scale[self.wiring.port_device[self.wiring.peer]]
+        # the configuration the devices serve is the one the physics runs with
+        xoff = self._device_xoff * fx.xoff_scale
+        self.counters.device[:, cf.D_XOFF] = xoff
+        self.counters.device[:, cf.D_XON] = xoff - np.minimum(self.buffers.xon_band_bytes,
+                                                               0.5 * xoff)
         self.physics.set_conditions(loss=fx.loss, forced=fx.forced, forced_busy=fx.forced_busy,
                                     rx_drain=fx.rx_drain, stuck=fx.stuck, xoff_scale=scale)
         self.stats.symbols_per_pkt = fx.symbols_per_pkt
         self.stats.line_ber = fx.line_ber
-        if prev is None or prev.collisions != fx.collisions:
+        if prev is None or prev.collisions != fx.collisions or (
+                prev.spine_collisions != fx.spine_collisions):
             self._routes_dirty = True
         self._update_links()
 
@@ -165,8 +184,10 @@ class Simulation:
     def _refresh_routes(self) -> None:
         inputs = RouteInputs(
             usable_link=self.link_up & ~self.drained,
-            te_member=self.te_member, te_down=self.te_down,
+            te_member=self.te_member, te_down=self.te_down, te_up=self.te_up,
+            te_agg=self.te_agg,
             collisions=list(self._effects.collisions) if self._effects else [],
+            spine_collisions=list(self._effects.spine_collisions) if self._effects else [],
         )
         ch, routable = self.router.routes(inputs)
         self.physics.set_routes(ch, routable)

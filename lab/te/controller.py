@@ -87,17 +87,20 @@ class TeController:
 
     # ------------------------------------------------------------------ computing and programming
 
-    def compute(self, t: float) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+    def compute(self, t: float) -> tuple[NDArray[np.int64], ...] | None:
         """Recompute the plan at simulated time ``t``; returns TE paths to install (te mode)."""
         usable = self.oper_up() & ~self.drained
         demand = self.demand(t)
         te = None
         if self.scenario.routing == "te":
             self.plan = plan_paths(self.w, self.entries, demand, usable)
-            te = (self.plan.member, self.plan.down)
+            te = self.plan.te_paths()
         fx = self.faults.effects(t)
         inputs = RouteInputs(usable_link=usable, te_member=te[0] if te else None,
-                             te_down=te[1] if te else None, collisions=list(fx.collisions))
+                             te_down=te[1] if te else None, collisions=list(fx.collisions),
+                             te_up=te[2] if te and len(te) > 2 else None,
+                             te_agg=te[3] if te and len(te) > 3 else None,
+                             spine_collisions=list(fx.spine_collisions))
         ch, routable = self.router.routes(inputs)
         load = np.zeros(self.w.n_ports)
         for tier in range(ch.shape[1]):
@@ -113,12 +116,12 @@ class TeController:
         """Before the run starts: plan at t=0 and install it (blocking)."""
         te = self.compute(0.0)
         if te is not None:
-            self.control.wait_applied(self.control.send("te", te[0], te[1]))
+            self.control.wait_applied(self.control.send("te", *te))
 
     async def _recompute_and_program(self) -> None:
         te = self.compute(self.view.live_time())
         if te is not None:
-            await self.control.wait_applied_async(self.control.send("te", te[0], te[1]))
+            await self.control.wait_applied_async(self.control.send("te", *te))
 
     async def watch(self) -> None:
         """Recompute when link state or the traffic matrix changes."""

@@ -28,12 +28,17 @@ from pipeline.topology.names import (
     TIER_OF_ROLE,
     link_id,
     natural_key,
+    parallel_index,
     parse_name,
+    parse_zone,
     port_number,
 )
 from pipeline.topology.shape import FabricShape
 
-__all__ = ["Host", "Link", "Port", "Topology", "link_id", "spine_leaf"]
+# the lab imports the shared topology through this module only (tests/rocewatch/test_layering.py)
+__all__ = ["AGG", "HOST", "LEAF", "SPINE", "FabricShape", "Host", "Link", "Port", "Topology",
+           "link_id", "natural_key", "parallel_index", "parse_name", "parse_zone", "port_number",
+           "spine_leaf"]
 
 
 @dataclass(frozen=True, order=True)

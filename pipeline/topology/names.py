@@ -93,5 +93,7 @@ def parallel_index(link: str) -> int:
 
 def port_number(port_name: str) -> int:
     """k of ``Ethernet<k>`` (0 when the name has no digits)."""
+    if port_name.startswith("Ethernet") and port_name[8:].isdigit():
+        return int(port_name[8:])
     digits = "".join(ch for ch in port_name if ch.isdigit())
     return int(digits) if digits else 0

@@ -8,7 +8,7 @@ from lab.compare import CompareSpec, run_compare
 from lab.routing import RouteInputs, Router
 from lab.scenario.spec import Scenario
 from lab.traffic import build_entries, build_flows, ring_order
-from lab.wiring import build_wiring
+from lab.wiring import TIER_LEAF_UP, TIER_SPINE_DOWN, build_wiring
 from tests.lab.conftest import make_scenario
 
 
@@ -64,12 +64,13 @@ def test_groups_are_resilient_to_a_dead_member() -> None:
     assert ok.all()
     w = router.wiring
     dead_ports = set(w.link_channels(dead))
-    on_dead = np.array([before[i, 1] in dead_ports or before[i, 2] in dead_ports
+    on_dead = np.array([before[i, TIER_LEAF_UP] in dead_ports
+                        or before[i, TIER_SPINE_DOWN] in dead_ports
                         for i in range(len(before))])
     assert on_dead.any()
     # entries that did not use the dead link keep their path; the others avoid it now
     assert (after[~on_dead] == before[~on_dead]).all()
-    assert not np.isin(after[on_dead][:, 1:3], list(dead_ports)).any()
+    assert not np.isin(after[on_dead][:, [TIER_LEAF_UP, TIER_SPINE_DOWN]], list(dead_ports)).any()
 
 
 def test_spine_without_a_link_to_the_destination_is_avoided() -> None:
@@ -79,7 +80,7 @@ def test_spine_without_a_link_to_the_destination_is_avoided() -> None:
     w, e = router.wiring, router.entries
     to_leaf3 = (e.dst_leaf == 2) & (e.src_leaf != 2)
     spine1_ports = set(w.switch_ports[w.device_index("spine1")].tolist())
-    assert ok.all() and not np.isin(ch[to_leaf3, 2], list(spine1_ports)).any()
+    assert ok.all() and not np.isin(ch[to_leaf3, TIER_SPINE_DOWN], list(spine1_ports)).any()
 
 
 def test_isolated_leaf_makes_entries_unroutable() -> None:
