@@ -161,6 +161,17 @@ class StoreSettings(Strict):
     clickhouse: ClickHouseSettings = ClickHouseSettings()
 
 
+class IngestSettings(Strict):
+    """What the ingest role stores (:mod:`pipeline.ingest.window`): samples whose time is more
+    than ``max_past_s`` before or ``max_ahead_s`` after the ingest clock (the wall clock, or the
+    fabric's time when it runs ahead) go to the dead-letter topic with the reason."""
+
+    #: the oldest sample accepted, before the ingest clock (never more than the store keeps)
+    max_past_s: Duration = Field(86400.0, gt=0)
+    #: the newest sample accepted, after the ingest clock
+    max_ahead_s: Duration = Field(300.0, gt=0)
+
+
 class ApiSettings(Strict):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)

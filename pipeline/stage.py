@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from pipeline.bus.base import Bus, Topics
-from pipeline.config import ApiSettings, BusSettings, DashboardSettings, StoreSettings
+from pipeline.config import (
+    ApiSettings,
+    BusSettings,
+    DashboardSettings,
+    IngestSettings,
+    StoreSettings,
+)
 from pipeline.store.base import Store
 from pipeline.topology.model import Topology
 
@@ -40,6 +46,9 @@ class CoreSettings(Protocol):
 
     @property
     def store(self) -> StoreSettings: ...
+
+    @property
+    def ingest(self) -> IngestSettings: ...
 
     @property
     def api(self) -> ApiSettings: ...

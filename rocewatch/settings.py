@@ -31,6 +31,7 @@ from pipeline.config import (
     ApiSettings,
     BusSettings,
     DashboardSettings,
+    IngestSettings,
     PluginSpec,
     StoreSettings,
     Strict,
@@ -53,6 +54,7 @@ class Settings(Strict):
     topology: ConfigFile = ""
     bus: BusSettings = BusSettings()
     store: StoreSettings = StoreSettings()
+    ingest: IngestSettings = IngestSettings()
     api: ApiSettings = ApiSettings()
     dashboard: DashboardSettings = DashboardSettings()
     collectors: tuple[PluginSpec, ...] = ()

@@ -7,7 +7,10 @@ and event time), so nothing acknowledged is lost and nothing is doubled. A messa
 read goes to the dead-letter topic with its origin and the reason, durably before its offset is
 committed, and never stops the loop; a message of which only some items are bad (alerts, action
 records, sample rows) has its good items stored and its bad ones dead-lettered
-(:mod:`pipeline.wire.deadletter`).
+(:mod:`pipeline.wire.deadletter`). Sample rows whose time is outside a sane window around the
+ingest clock (a device clock in 2200 or 1970, a negative time) are dead-lettered the same way, with
+the reason, and the rollups' watermark is held to that clock, so no one device can move the
+fabric's clock or complete buckets for the others (:mod:`pipeline.ingest.window`).
 
 The loop gathers the next batch while up to ``inflight`` earlier ones are inserted by helper
 threads, and commits batches strictly in order, each once it and all before it are stored. A
@@ -27,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 
 from pipeline.bus.base import Bus, Message, Topics
 from pipeline.errors import BusError, StoreError
+from pipeline.ingest.window import TimeWindow, device_times
 from pipeline.model import ActionResult, Alert, SampleBatch
 from pipeline.retry import REPOLL, Backoff, RetryPolicy
 from pipeline.stage import CoreSettings, StageContext
@@ -57,6 +61,10 @@ class IngestStats:
     bus_errors: int = 0
     commit_failures: int = 0
     last_insert_s: float = 0.0
+    #: sample rows dead-lettered because their time was outside the window
+    out_of_window: int = 0
+    #: how far the ingest clock runs ahead of the wall clock (the fabric's lead), seconds
+    clock_lead_s: float = 0.0
     #: what could not be read (the dead-letter topic has each message, its origin and why)
     dead_letters: DeadLetterStats = field(default_factory=DeadLetterStats)
 
@@ -74,14 +82,18 @@ class _Pending:
     error: BusError | None = None
     #: the event time every partition had reached once this was gathered (for the rollups)
     event_ns: int | None = None
+    #: the ingest clock the newest of its samples were screened at
+    clock_ns: int | None = None
 
 
 class Ingest:
     """One ingest consumer: gathers up to ``max_rows`` or ``max_wait_s``, inserts, commits."""
 
     def __init__(self, bus: Bus, store: Store, topics: Topics, group: str = "ingest",
-                 max_rows: int = 200_000, max_wait_s: float = 0.5, inflight: int = 2) -> None:
+                 max_rows: int = 200_000, max_wait_s: float = 0.5, inflight: int = 2,
+                 window: TimeWindow | None = None) -> None:
         self.store = store
+        self.window = window or TimeWindow(retention_days=store.settings.retention_days)
         self.inflight = max(1, inflight)
         self.topics = topics
         self.max_rows = max_rows
@@ -95,16 +107,14 @@ class Ingest:
         self.letters = DeadLetters(group, self._producer, topics.deadletter)
         self.stats.dead_letters = self.letters.stats
 
-    def _decode(self, msg: Message, into: _Pending) -> None:
-        """Add what a message holds to ``into``; what cannot be read is dead-lettered (the
+    def _decode(self, msg: Message, into: _Pending) -> SampleBatch | None:
+        """Add the alerts or actions a message holds to ``into``, or return the sample rows it
+        holds (to be screened by :meth:`_screen`); what cannot be read is dead-lettered (the
         producer is flushed before the commit, in :meth:`finish`)."""
         if msg.topic == self.topics.samples:
             samples = self.letters.read_items(msg, decode_samples)
             if not isinstance(samples, DeadLetter) and len(samples.items):
-                batch = samples.items
-                into.samples.append(batch)
-                into.rows += len(batch)
-                self.clock.saw(msg.topic, msg.partition, batch.ts_ns)
+                return samples.items
         elif msg.topic == self.topics.alerts:
             alerts = self.letters.read_items(msg, decode_alerts)
             if not isinstance(alerts, DeadLetter):
@@ -113,6 +123,34 @@ class Ingest:
             actions = self.letters.read_items(msg, decode_actions)
             if not isinstance(actions, DeadLetter):
                 into.actions.extend(actions.items)
+        return None
+
+    def _screen(self, read: list[tuple[Message, SampleBatch]], into: _Pending) -> None:
+        """Keep the rows of one poll's sample messages whose time is within the window around
+        the ingest clock (the devices of these messages counted in its lead); dead-letter the
+        others with the reason."""
+        times = [device_times(batch) for _, batch in read]
+        candidates: dict[str, int] = {}
+        for found in times:
+            candidates.update(found)
+        clock = into.clock_ns = self.window.clock_ns(candidates)
+        for (msg, batch), seen in zip(read, times, strict=True):
+            kept, bad = self.window.screen(batch, clock)
+            found = seen
+            if bad:
+                refused = len(batch) - len(kept)
+                self.stats.out_of_window += refused
+                self.letters.stats.bad_items += refused
+                first = bad[0]
+                self.letters.park(msg, f"{refused} sample(s) outside the time window, "
+                                       f"{len(kept)} kept; item {first.index}: {first.reason}",
+                                  bad, len(kept))
+                found = device_times(kept)
+            if len(kept):
+                into.samples.append(kept)
+                into.rows += len(kept)
+                self.clock.saw(msg.topic, msg.partition, kept.ts_ns)
+                self.window.accepted(found)
 
     def gather(self, stop: threading.Event | None = None) -> _Pending:
         pending = _Pending()
@@ -136,13 +174,25 @@ class Ingest:
                 pending.error = exc
                 break
             offsets = pending.offsets
+            read: list[tuple[Message, SampleBatch]] = []
             for msg in msgs:
-                self._decode(msg, pending)
+                batch = self._decode(msg, pending)
+                if batch is not None:
+                    read.append((msg, batch))
                 tp = (msg.topic, msg.partition)
                 if msg.offset >= offsets.get(tp, 0):
                     offsets[tp] = msg.offset + 1
+            if read:
+                self._screen(read, pending)
             pending.messages += len(msgs)
-        pending.event_ns = self.clock.watermark()
+        # the data's event time, held to the ingest clock: a device ahead of the others (within
+        # the window) does not complete the rollups' buckets for them
+        watermark = self.clock.watermark()
+        if watermark is not None:
+            clock = pending.clock_ns if pending.clock_ns is not None else self.window.clock_ns()
+            watermark = min(watermark, clock)
+            self.stats.clock_lead_s = self.window.last_lead_ns / 1e9
+        pending.event_ns = watermark
         return pending
 
     def flush(self, pending: _Pending) -> None:
@@ -275,13 +325,15 @@ class Ingest:
 
 
 def run(ctx: StageContext[CoreSettings], stop: threading.Event) -> None:
-    """The ingest role's loop (it reads the ``store`` section)."""
+    """The ingest role's loop (it reads the ``store`` and ``ingest`` sections)."""
     if ctx.store is None:
         raise StoreError("the ingest role needs a store")
     from pipeline.store.retention import RetentionJob
     from pipeline.store.rollup.job import RollupJob
 
-    ingest = Ingest(ctx.bus, ctx.store, ctx.topics)
+    window = ctx.settings.ingest
+    ingest = Ingest(ctx.bus, ctx.store, ctx.topics, window=TimeWindow(
+        window.max_past_s, window.max_ahead_s, retention_days=ctx.settings.store.retention_days))
     ctx.health["ingest"] = lambda: asdict(ingest.stats)
     # engines without TTL (ClickHouse 18.16) drop expired partitions from a scheduled job
     retention = RetentionJob(ctx.store, ctx.settings.store)
