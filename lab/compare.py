@@ -11,7 +11,10 @@ trials, normalised to the ideal (message size over line rate).
 This reproduces the Meta RoCE paper's observations qualitatively (notes/anchors-papers.md §1.1):
 5-tuple ECMP sees one hash key per connection however many QPs it has, so few heavy flows collide
 on uplinks; E-ECMP hashes each QP, spreading the load; centralised TE places every QP on the
-least-loaded path and so removes the spread between good and bad placements.
+least-loaded path and so removes the spread between good and bad placements. On a three-tier
+fabric (``zones``, ``aggs``) the ring crosses zones, so every hop adds the aggregation tier's two
+hash decisions (a spine's aggregation uplink, an aggregation switch's spine in the destination
+zone) to the leaf's and the spine's.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ class CompareSpec:
     seed: int = 1
     dt: float = 5e-4
     job_fraction: float = 1.0     # < 1: the job gets a random subset of hosts (fragmented)
+    zones: int = 1                # > 1: AI zones of spines x leaves joined by ``aggs`` switches
+    aggs: int = 0
+    uplinks_per_pair: int = 1
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,7 @@ def run_trial(spec: CompareSpec, mode: str, seed: int) -> tuple[float, float]:
     """Completion time of one AllReduce step under ``mode``, and the spread between the first
     and the last rank to finish (simulated seconds)."""
     ideal = spec.message_bytes / (spec.gbps * 1e9 / 8)
-    n_hosts = spec.leaves * spec.hosts_per_leaf
+    n_hosts = spec.zones * spec.leaves * spec.hosts_per_leaf
     hosts: Any = "all"
     if spec.job_fraction < 1.0:
         rng = np.random.default_rng([seed, 101])
@@ -75,7 +81,8 @@ def run_trial(spec: CompareSpec, mode: str, seed: int) -> tuple[float, float]:
         "duration_s": max(60.0, 50 * ideal), "sample_interval_s": 1,
         "fabric": {"spines": spec.spines, "leaves": spec.leaves,
                    "hosts_per_leaf": spec.hosts_per_leaf, "link_gbps": spec.gbps,
-                   "host_gbps": spec.gbps},
+                   "host_gbps": spec.gbps, "uplinks_per_pair": spec.uplinks_per_pair,
+                   **({"zones": spec.zones, "aggs": spec.aggs} if spec.aggs else {})},
         "routing": mode,
         "traffic": [{"pattern": "allreduce", "hosts": hosts, "load": 1.0,
                      "qps_per_flow": spec.qps}],
@@ -115,9 +122,15 @@ def format_table(results: dict[str, Any]) -> str:
     spec = results["spec"]
     placement = (f"job on a random {spec['job_fraction']:.0%} of the hosts, "
                  if spec["job_fraction"] < 1 else "")
+    fabric = (f"{spec['spines']} spines x {spec['leaves']} leaves x {spec['hosts_per_leaf']} "
+              f"hosts")
+    if spec["uplinks_per_pair"] > 1:
+        fabric += f" ({spec['uplinks_per_pair']} uplinks per pair)"
+    if spec["aggs"]:
+        fabric = (f"{spec['zones']} zones of ({fabric}) joined by {spec['aggs']} aggregation "
+                  f"switches")
     lines = [
-        f"AllReduce ring, {spec['spines']} spines x {spec['leaves']} leaves x "
-        f"{spec['hosts_per_leaf']} hosts at {spec['gbps']:g}G, {spec['qps']} QPs per flow, "
+        f"AllReduce ring, {fabric} at {spec['gbps']:g}G, {spec['qps']} QPs per flow, "
         f"{placement}{spec['message_bytes'] / 1e9:g} GB per rank, {spec['trials']} trials "
         f"(seeds {spec['seed']}..{spec['seed'] + spec['trials'] - 1})",
         f"ideal completion {results['ideal_s'] * 1e3:.2f} ms; times below are x ideal",

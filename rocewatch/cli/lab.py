@@ -158,10 +158,15 @@ def bench(speed: float, seconds: float, scenario_path: Path | None, out_dir: Pat
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--job-fraction", type=click.FloatRange(0.05, 1.0), default=1.0, show_default=True,
               help="below 1, each trial's job runs on a random subset of the hosts")
+@click.option("--zones", type=int, default=1, show_default=True,
+              help="AI zones of spines x leaves (three tiers when > 1, with --aggs)")
+@click.option("--aggs", type=int, default=0, show_default=True,
+              help="aggregation switches joining the zones")
+@click.option("--uplinks-per-pair", type=int, default=1, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="print the raw numbers as JSON")
 def compare(trials: int, qps: int, spines: int, leaves: int, hosts_per_leaf: int,
-            message_mb: float, modes: str, seed: int, job_fraction: float,
-            as_json: bool) -> None:
+            message_mb: float, modes: str, seed: int, job_fraction: float, zones: int,
+            aggs: int, uplinks_per_pair: int, as_json: bool) -> None:
     """AllReduce completion times under each routing mode (the Meta RoCE observations)."""
     from lab.compare import MODES, CompareSpec, format_table, run_compare
 
@@ -172,7 +177,8 @@ def compare(trials: int, qps: int, spines: int, leaves: int, hosts_per_leaf: int
                                  param_hint="--modes")
     spec = CompareSpec(spines=spines, leaves=leaves, hosts_per_leaf=hosts_per_leaf, qps=qps,
                        message_bytes=message_mb * 1e6, trials=trials, seed=seed,
-                       job_fraction=job_fraction)
+                       job_fraction=job_fraction, zones=zones, aggs=aggs,
+                       uplinks_per_pair=uplinks_per_pair)
     try:
         result = run_compare(spec, chosen)
     except RocewatchError as exc:

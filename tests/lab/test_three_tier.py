@@ -330,3 +330,17 @@ def test_incast_and_slow_receiver_on_zone_hosts() -> None:
     sim, b = _run(_sc([_fault("slow_receiver", "host6", drain_fraction=0.3)]))
     paused = _rate(sim, b, "z2-leaf1:Ethernet2", cf.Q_PFC_RX_US, 3) / 1e6
     assert 0.6 < paused < 0.8
+
+
+def test_the_routing_observations_hold_across_zones() -> None:
+    """The Meta RoCE observations on a three-tier fabric, small (docs/lab.md has the full size):
+    E-ECMP beats 5-tuple ECMP, TE places every QP so the spread vanishes."""
+    from lab.compare import CompareSpec, run_compare
+
+    res = run_compare(CompareSpec(spines=2, leaves=4, hosts_per_leaf=4, uplinks_per_pair=2,
+                                  zones=2, aggs=4, trials=6, message_bytes=2e8, dt=2e-4),
+                      ("ecmp", "eecmp", "te"))
+    m = res["modes"]
+    assert m["eecmp"]["mean_x_ideal"] < 0.9 * m["ecmp"]["mean_x_ideal"]
+    assert m["te"]["mean_x_ideal"] < 1.05
+    assert m["te"]["spread_p90_p10_x_ideal"] < 0.05
