@@ -176,9 +176,10 @@ class ApiSettings(Strict):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
     max_points: int = Field(20_000, ge=100)
-    #: when set, ``POST /v1/commands`` (the API's one write path) needs
-    #: ``Authorization: Bearer <token>``; set it with ROCEWATCH_API__COMMAND_TOKEN
-    command_token: SecretStr = SecretStr("")
+    #: the token rocewatch's own clients of the API send (``rocewatch query``, the dashboard's
+    #: launcher): set it with ROCEWATCH_API__TOKEN, never in the file (who may use the API, and
+    #: with which role, is the ``access`` section: ui/api/access.py)
+    token: SecretStr = SecretStr("")
 
 
 class DashboardSettings(Strict):

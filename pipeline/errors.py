@@ -15,6 +15,7 @@ traceback::
     ├── RemediationError     a receiver or runbook step failed
     │   └── GuardRefused     a guard refused an action (the reason says which and why)
     └── QueryError           a read-side request is invalid (bad metric, range, step)
+        └── AccessDenied     the API refused the request's token (401) or its role (403)
 """
 
 from __future__ import annotations
@@ -79,3 +80,12 @@ class QueryError(RocewatchError):
     """A read-side request is invalid."""
 
     exit_code = 2
+
+
+class AccessDenied(QueryError):
+    """The API refused a request's token: none or an unknown one (``status`` 401), or its role
+    may not do this (403)."""
+
+    def __init__(self, message: str, status: int = 401) -> None:
+        self.status = status
+        super().__init__(message)

@@ -46,6 +46,8 @@ from pipeline.inventory import load_inventory as load_core_inventory
 from pipeline.registry import Registry
 from pipeline.topology.model import Topology
 from remediation.settings import RemediationSettings
+from ui.api.access import AccessSettings
+from ui.api.access import check as check_access
 
 
 class Settings(Strict):
@@ -57,6 +59,7 @@ class Settings(Strict):
     ingest: IngestSettings = IngestSettings()
     api: ApiSettings = ApiSettings()
     dashboard: DashboardSettings = DashboardSettings()
+    access: AccessSettings = AccessSettings()
     collectors: tuple[PluginSpec, ...] = ()
     detection: DetectionSettings = DetectionSettings()
     remediation: RemediationSettings = RemediationSettings()
@@ -106,6 +109,7 @@ def check(settings: Settings, roles: tuple[str, ...] = ()) -> list[str]:
     if gnmi.lab_agents_file:
         _reads("remediation.gnmi.lab_agents_file", lambda: _agents_file(gnmi.lab_agents_file))
         checked.append(f"remediation.gnmi.lab_agents_file {gnmi.lab_agents_file}: reads")
+    checked.extend(check_access(settings.access))
     if settings.store.kind == "chdb" and roles and ("ingest" in roles) != ("api" in roles):
         raise ConfigError("the embedded chDB store is owned by one process: run the ingest and "
                           "api roles together, or use store.kind: clickhouse", "store.kind")

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from pipeline.errors import ConfigError, DecodeError
 from pipeline.matchers import parse_matchers
+from pipeline.times import MAX_INSTANT_NS
 from pipeline.wire.items import describe, parse_object
 
 VERSION = 1
@@ -34,34 +35,35 @@ class _Command(BaseModel):
 
     version: Literal[1] = 1
     #: unique per command; a command delivered twice is applied once
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1, max_length=64)
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1, max_length=64,
+                    pattern=r"^[A-Za-z0-9._-]+$")
     by: str = Field(min_length=1, max_length=200)
     comment: str = Field("", max_length=2000)
     #: wall-clock time the person issued it (informational; remediation runs on event time)
-    issued_at_ns: int = 0
+    issued_at_ns: int = Field(0, ge=0, lt=MAX_INSTANT_NS)
 
 
 class Approve(_Command):
     """Let a runbook awaiting approval on ``target`` go ahead (guards are checked again)."""
 
     kind: Literal["approve"] = "approve"
-    target: str = Field(min_length=1)
-    run: str = ""
+    target: str = Field(min_length=1, max_length=128)
+    run: str = Field("", max_length=64)
 
 
 class Reject(_Command):
     """Refuse a runbook awaiting approval on ``target``."""
 
     kind: Literal["reject"] = "reject"
-    target: str = Field(min_length=1)
-    run: str = ""
+    target: str = Field(min_length=1, max_length=128)
+    run: str = Field("", max_length=64)
 
 
 class Repair(_Command):
     """A repair was done on a drained link or isolated host: enable it and start the soak."""
 
     kind: Literal["repair"] = "repair"
-    target: str = Field(min_length=1)
+    target: str = Field(min_length=1, max_length=128)
     #: what was done (clean connector, replace optic, replace cable, reboot host ...)
     action: str = Field(min_length=1, max_length=200)
 
@@ -71,9 +73,10 @@ class Silence(_Command):
     ``ends_ns`` (event time, ns)."""
 
     kind: Literal["silence"] = "silence"
-    matchers: tuple[str, ...] = Field(min_length=1)
-    starts_ns: int = Field(0, ge=0)
-    ends_ns: int = Field(gt=0)
+    matchers: tuple[Annotated[str, Field(max_length=256)], ...] = Field(min_length=1,
+                                                                        max_length=16)
+    starts_ns: int = Field(0, ge=0, lt=MAX_INSTANT_NS)
+    ends_ns: int = Field(gt=0, lt=MAX_INSTANT_NS)
 
     @field_validator("matchers")
     @classmethod
@@ -87,7 +90,7 @@ class Silence(_Command):
 
 class ExpireSilence(_Command):
     kind: Literal["expire_silence"] = "expire_silence"
-    silence_id: str = Field(min_length=1)
+    silence_id: str = Field(min_length=1, max_length=64)
 
 
 class Resume(_Command):

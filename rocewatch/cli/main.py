@@ -39,6 +39,7 @@ LAZY: dict[str, tuple[str, str]] = {
     "bench": ("rocewatch.cli.bench:bench", "Benchmarks that print numbers."),
     "store": ("rocewatch.cli.store:store", "Store schema and maintenance."),
     "targets": ("rocewatch.cli.targets:targets", "Validate targets files; make one from a lab."),
+    "token": ("rocewatch.cli.token:token", "Mint API tokens (identities with roles)."),
 }
 
 

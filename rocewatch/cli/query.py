@@ -10,7 +10,7 @@
     rocewatch query status
 
 ``--api URL`` names the API (default: the configuration ``-c``/``ROCEWATCH_CONFIG``, see
-:func:`ui.api.client.api_url`; the command token is ``api.command_token``);
+:func:`ui.api.client.api_url`; the token it sends is ``api.token``);
 ``--json`` prints the API's answer as it came. Times are read as everywhere else
 (:mod:`pipeline.times`, ``docs/time.md``): instants as RFC 3339 with a zone, ``now-15m`` (the
 fabric's clock), ``@<Unix seconds>`` or ns; ``--since`` is a duration back from now (``--since 15m``

@@ -1,14 +1,26 @@
 """The one HTTP client of the rocewatch API, used by the dashboard and ``rocewatch query``.
 
 Each call returns the API's answer parsed into its :mod:`ui.query.views` model. A refusal (4xx)
-raises
-:class:`~pipeline.errors.QueryError` with the API's message; an API that does not answer, or
-answers 5xx, raises :class:`~pipeline.errors.StoreError` (the history cannot be reached) naming
-the URL, so a person sees which address to fix.
+raises :class:`~pipeline.errors.QueryError` with the API's message; a refused token is its
+subclass :class:`~pipeline.errors.AccessDenied` (``status`` 401: none, or one the API does not
+know; 403: its role may not do this); an API that does not answer, or answers 5xx, raises
+:class:`~pipeline.errors.StoreError` (the history cannot be reached) naming the URL, so a person
+sees which address to fix.
 
 The client reads no configuration itself: whoever builds it passes the URL and the token, from
-the one loader (:meth:`ApiClient.from_settings`, as ``rocewatch query`` does) or from its own
-command line (the dashboard).
+the one loader (:meth:`ApiClient.from_settings`, as ``rocewatch query`` does: ``api.token``) or
+from its own command line (the dashboard).
+
+Tokens, for a client that asks a person for one (the dashboard, once per session)::
+
+    client = ApiClient(url, token=typed)       # every request sends Authorization: Bearer <token>
+    who = client.identity()                    # Identity(name, role, may): AccessDenied if refused
+    client.command({"kind": "approve", "target": "leaf3~spine2", "comment": "optics checked"})
+
+``who.may`` lists ``read`` and the command kinds the token's role may give (offer only those). A
+command carries no ``by``: the API records the token's identity as its actor, and refuses a body
+that names one (422). Reads need no token unless the API is configured so (``access.read:
+token``); then a read without one raises AccessDenied too.
 """
 
 from __future__ import annotations
@@ -20,7 +32,8 @@ import httpx
 from pydantic import BaseModel
 
 from pipeline.config import ApiSettings, DashboardSettings
-from pipeline.errors import QueryError, StoreError
+from pipeline.errors import AccessDenied, QueryError, StoreError
+from ui.api.access import Identity
 from ui.query.views import (
     ActionList,
     AlertList,
@@ -70,9 +83,9 @@ class ApiClient:
     def from_settings(cls, api: ApiSettings, dashboard: DashboardSettings, url: str = "",
                       timeout_s: float = 10.0) -> ApiClient:
         """A client of the configured API (:func:`api_url`, unless ``url`` names another) that
-        sends the configured command token (``api.command_token``)."""
+        sends the configured token (``api.token``)."""
         return cls(url or api_url(api, dashboard), timeout_s=timeout_s,
-                   token=api.command_token.get_secret_value())
+                   token=api.token.get_secret_value())
 
     def close(self) -> None:
         self._http.close()
@@ -100,6 +113,8 @@ class ApiClient:
                 message = resp.text[:300]
             if resp.status_code >= 500:
                 raise StoreError(f"{self.base_url}{path}: {resp.status_code}: {message}")
+            if resp.status_code in (401, 403):
+                raise AccessDenied(message, resp.status_code)
             raise QueryError(message)
         return resp.json()
 
@@ -116,6 +131,10 @@ class ApiClient:
             raise StoreError(f"the rocewatch API at {self.base_url} did not answer: {exc}") \
                 from exc
         return Health.model_validate(resp.json())
+
+    def identity(self) -> Identity:
+        """Who this client's token stands for and what it may do (``/v1/identity``)."""
+        return self._get(Identity, "/v1/identity")
 
     def clock(self) -> Clock:
         return self._get(Clock, "/v1/clock")
@@ -143,7 +162,8 @@ class ApiClient:
         return self._get(LatestList, "/v1/latest", {"device": device, **params})
 
     def command(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """Publish a command (approve, reject, repair, silence, expire_silence, resume)."""
+        """Publish a command (approve, reject, repair, silence, expire_silence, resume), given by
+        this client's token's identity; the answer has its ``id`` and ``by``."""
         answer: dict[str, Any] = self._request("POST", "/v1/commands", body=body)
         return answer
 

@@ -3,8 +3,11 @@
 ``run(ctx, stop)`` builds the query layer over the store the process owns (what may be asked for
 is what ``store`` keeps: ``retention_days`` and the rollups' days), binds
 ``settings.api.host:port`` itself (so a taken port is a clear error, and port 0 works), and serves
-in the calling thread until ``stop`` is set. It registers nothing global: no signal handlers, no
-logging configuration; the API's health is published in ``ctx.health["api"]``.
+in the calling thread until ``stop`` is set. Who may use it is the ``access`` section
+(:mod:`ui.api.access`): its tokens, and the file it names, are read before the port is bound, so a
+bad one stops the role with the same one-line error ``rocewatch check-config`` gives. It registers
+nothing global: no signal handlers, no logging configuration; the API's health is published in
+``ctx.health["api"]``.
 """
 
 from __future__ import annotations
@@ -14,18 +17,26 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import uvicorn
 from fastapi import FastAPI
 
 from pipeline.errors import ConfigError, StoreError
 from pipeline.stage import CoreSettings, StageContext
+from ui.api.access import AccessSettings, Tokens
 from ui.api.app import ApiStats, create_app
 from ui.api.client import http_url
 from ui.api.commands import CommandPublisher
 from ui.query.layer import Query
 from ui.query.params import Limits
+
+
+class WithAccess(CoreSettings, Protocol):
+    """The api role's settings: the core's and the ``access`` section."""
+
+    @property
+    def access(self) -> AccessSettings: ...
 
 
 class _Server(uvicorn.Server):
@@ -99,7 +110,7 @@ def start_background(app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> Ru
     return Running(url, stop, thread)
 
 
-def _probes(ctx: StageContext[CoreSettings]) -> dict[str, dict[str, Any]]:
+def _probes(ctx: StageContext[WithAccess]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, probe in list(ctx.health.items()):
         if name == "api":
@@ -111,17 +122,20 @@ def _probes(ctx: StageContext[CoreSettings]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def run(ctx: StageContext[CoreSettings], stop: threading.Event) -> None:
+def run(ctx: StageContext[WithAccess], stop: threading.Event) -> None:
     """The api role's loop."""
     if ctx.store is None:
         raise StoreError("the api role needs a store: run it with ingest (embedded chDB) or "
                          "set store.kind: clickhouse")
     settings = ctx.settings.api
     query = Query(ctx.store, lambda: ctx.topology, Limits.for_store(ctx.settings.store, settings))
-    publisher = CommandPublisher(ctx.bus, ctx.topics)
+    tokens = Tokens(ctx.settings.access)
+    bus = ctx.settings.bus
+    publisher = CommandPublisher(ctx.bus, ctx.topics, max_message_bytes=(
+        bus.kafka.max_message_bytes if bus.kind == "kafka" else None))
     stats = ApiStats()
     app = create_app(query, probes=lambda: _probes(ctx), publisher=publisher, stats=stats,
-                     command_token=settings.command_token.get_secret_value())
+                     tokens=tokens)
     sock = bind(settings.host, settings.port)
     url = url_of(sock)
     ctx.health["api"] = lambda: {"url": url, **stats.as_dict()}

@@ -3,9 +3,9 @@ whoever starts the dashboard spells it (``rocewatch dashboard``, ``rocewatch up`
 
 The dashboard reads no configuration of its own: the front door loads the one config and passes
 ``--api URL`` (where the API answers) and ``--refresh SECONDS`` (the live part's default period).
-The API's command token is a secret, so it never goes on a command line (other users can read
-those): it comes in the environment as ``ROCEWATCH_API__COMMAND_TOKEN``, the variable that sets
-``api.command_token`` for every rocewatch process.
+The API token is a secret, so it never goes on a command line (other users can read those): it
+comes in the environment as ``ROCEWATCH_API__TOKEN``, the variable that sets ``api.token`` for
+every rocewatch process.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from ui.api.client import DEFAULT_URL, api_url
 
 #: the Streamlit script
 APP = Path(__file__).with_name("app.py")
-#: the environment variable holding the API's command token
-TOKEN_ENV = f"{ENV_PREFIX}API__COMMAND_TOKEN"
+#: the environment variable holding the API token
+TOKEN_ENV = f"{ENV_PREFIX}API__TOKEN"
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class DashboardOptions:
                       url: str = "") -> DashboardOptions:
         """The options of a dashboard over the configured API (``url`` names another)."""
         return cls(url or api_url(api, dashboard), dashboard.refresh_s,
-                   api.command_token.get_secret_value())
+                   api.token.get_secret_value())
 
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> DashboardOptions:

@@ -396,5 +396,6 @@ def _names(value: Names) -> list[str]:
     for item in items:
         if not isinstance(item, str):
             raise QueryError(f"want names, got {item!r}")
-        out.extend(part.strip() for part in item.split(",") if part.strip())
+        # spaces after commas are fine; any other white space (a newline) is in the name
+        out.extend(part.strip(" ") for part in item.split(",") if part.strip(" "))
     return out

@@ -28,12 +28,13 @@ from pipeline.times import parse_duration as parse_span
 NS = 1_000_000_000
 DAY_NS = 86400 * NS
 
-_DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-_PORT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,62}$")
-_ENTITY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/~#-]{0,127}$")
-_ALERT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
-_FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
-_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+# whole-string patterns (``fullmatch``: a ``$`` would let a trailing newline through), ASCII only
+_DEVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}", re.ASCII)
+_PORT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,62}", re.ASCII)
+_ENTITY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/~#-]{0,127}", re.ASCII)
+_ALERT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}", re.ASCII)
+_FINGERPRINT = re.compile(r"[0-9a-f]{16}", re.ASCII)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}", re.ASCII)
 
 #: how a request's durations are written back in its messages: the grammar's own form
 human = format_duration
@@ -186,7 +187,7 @@ def check_name(value: str, what: str) -> str:
     """A device, port, entity, alert name, fingerprint or plain word, by ``what``."""
     pattern = {"device": _DEVICE, "port": _PORT, "entity": _ENTITY, "name": _ALERT_NAME,
                "fingerprint": _FINGERPRINT}.get(what, _WORD)
-    if not isinstance(value, str) or not pattern.match(value):
+    if not isinstance(value, str) or not pattern.fullmatch(value):
         hint = {
             "device": "letters, digits, . _ - (like leaf3)",
             "port": "letters, digits, . _ - : / (like Ethernet5)",

@@ -1,6 +1,6 @@
-"""The one HTTP client built from settings: against a live API guarded by a command token, it asks
-the configured address and sends the configured token; the dashboard's command line carries both
-to the dashboard process (the token in its environment, never on the command line)."""
+"""The one HTTP client built from settings: against a live API that honours tokens, it asks the
+configured address and sends the configured token (``api.token``); the dashboard's command line
+carries both to the dashboard process (the token in its environment, never on the command line)."""
 
 from __future__ import annotations
 
@@ -14,27 +14,30 @@ import yaml
 
 from pipeline.bus.base import Bus, Topics
 from pipeline.config import ApiSettings, DashboardSettings
-from pipeline.errors import ConfigError, QueryError, StoreError
+from pipeline.errors import AccessDenied, ConfigError, StoreError
 from pipeline.wire.commands import decode_command
 from rocewatch.app import open_bus
 from rocewatch.settings import Settings, load_settings
+from tests.ui.api.conftest import TOKENS, entries
 from tests.ui.conftest import FabricStore, fabric_query
+from ui.api.access import AccessSettings, Tokens
 from ui.api.app import create_app
 from ui.api.client import ApiClient, api_url
 from ui.api.commands import CommandPublisher
 from ui.api.server import Running, start_background
 from ui.dashboard.launch import TOKEN_ENV, DashboardOptions, command, environment, parse
 
-TOKEN = "s3cret-token"
-RESUME = {"kind": "resume", "by": "alice"}
+TOKEN = TOKENS["admin"]
+RESUME = {"kind": "resume"}
 
 
 @pytest.fixture
 def guarded_api(fabric_store: FabricStore) -> Iterator[tuple[Running, Bus]]:
-    """An API whose command path wants TOKEN, over the faulty fabric, and its commands bus."""
+    """An API that honours the test tokens (TOKEN is an admin's), over the faulty fabric, and its
+    commands bus."""
     bus = open_bus(Settings())  # the in-process bus, as the front door opens it
     app = create_app(fabric_query(fabric_store), publisher=CommandPublisher(bus, Topics()),
-                     command_token=TOKEN)
+                     tokens=Tokens(AccessSettings(tokens=entries())))
     running = start_background(app)
     yield running, bus
     running.stop()
@@ -67,20 +70,20 @@ def test_a_client_from_the_one_loader_reaches_the_api_with_the_token(
     with ApiClient.from_settings(settings.api, settings.dashboard) as client:
         assert client.base_url == running.url
         assert client.health().status in ("ok", "degraded")
-        assert client.command(RESUME)["accepted"] is True
+        assert client.command(RESUME)["by"] == "admin-1"
     [msg] = commands.poll(1.0)
     assert decode_command(msg.value).kind == "resume"
     # the same config without the token: the API refuses the command, and nothing is published
     tokenless = load_settings(config, env={})
     with ApiClient.from_settings(tokenless.api, tokenless.dashboard) as client, \
-            pytest.raises(QueryError, match="command token"):
+            pytest.raises(AccessDenied, match="needs Authorization: Bearer"):
         client.command(RESUME)
     assert not commands.poll(0.2)
 
 
 def test_an_explicit_url_beats_the_configuration(guarded_api: tuple[Running, Bus]) -> None:
     running, _ = guarded_api
-    api = ApiSettings(port=1, command_token=TOKEN)
+    api = ApiSettings(port=1, token=TOKEN)
     with ApiClient.from_settings(api, DashboardSettings()) as client, \
             pytest.raises(StoreError, match=re.escape("127.0.0.1:1 did not answer")):
         client.clock()
@@ -97,8 +100,7 @@ def test_ipv6_hosts_are_bracketed() -> None:
 def test_the_dashboard_is_told_the_url_and_token_by_whoever_starts_it(
         guarded_api: tuple[Running, Bus]) -> None:
     running, _ = guarded_api
-    api = ApiSettings(host="127.0.0.1", port=port_of(running.url),
-                      command_token=TOKEN)
+    api = ApiSettings(host="127.0.0.1", port=port_of(running.url), token=TOKEN)
     told = DashboardOptions.from_settings(api, DashboardSettings(refresh_s=5.0))
     argv = command(told, "127.0.0.1", 8501)
     env = environment(told, {"PATH": "/bin", TOKEN_ENV: "stale"})

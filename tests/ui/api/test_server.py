@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+import yaml
 
 from pipeline.bus.base import Topics
 from pipeline.bus.memory import MemoryBus
@@ -24,9 +25,11 @@ from pipeline.errors import ConfigError, StoreError
 from pipeline.stage import StageContext
 from pipeline.store.base import open_store
 from rocewatch.settings import Settings
+from tests.ui.api.conftest import bearer, entries
 from tests.ui.conftest import FabricStore
 from tests.ui.ui_fabric import FAULTY_LINK, NS, batch, now_s
 from ui.api import server
+from ui.api.access import AccessSettings
 
 
 def free_port() -> int:
@@ -95,6 +98,27 @@ def test_a_taken_port_names_the_setting(fabric_store: FabricStore) -> None:
         ctx = context(fabric_store, taken.getsockname()[1])
         with pytest.raises(ConfigError, match=r"api\.port"):
             server.run(ctx, threading.Event())
+
+
+def test_the_role_honours_the_access_section_and_refuses_a_bad_tokens_file(
+        fabric_store: FabricStore, tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(yaml.safe_dump({"tokens": [e.model_dump() for e in entries()]}))
+    port = free_port()
+    ctx = context(fabric_store, port)
+    ctx.settings = ctx.settings.model_copy(update={
+        "access": AccessSettings(read="token", tokens_file=str(tokens))})
+    with serving(ctx) as url:
+        assert httpx.get(f"{url}/v1/alerts").status_code == 401
+        who = httpx.get(f"{url}/v1/identity", headers=bearer("viewer")).json()
+        assert who["name"] == "viewer-1"
+        assert httpx.get(f"{url}/v1/alerts", headers=bearer("viewer")).status_code == 200
+        resumed = httpx.post(f"{url}/v1/commands", json={"kind": "resume"},
+                             headers=bearer("admin"))
+        assert resumed.status_code == 202 and resumed.json()["by"] == "admin-1"
+    tokens.write_text("tokens: [{name: x, role: boss, sha256: abc}]\n")
+    with pytest.raises(ConfigError, match=r"tokens\[0\]\.role"):
+        server.run(ctx, threading.Event())  # refused before the port is bound
 
 
 def test_the_api_role_needs_a_store(fabric_store: FabricStore) -> None:
