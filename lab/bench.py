@@ -139,15 +139,35 @@ def _proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
+def sample_switches(topology: Any, count: int) -> list[str]:
+    """``count`` switches spread evenly over topology order (aggregation, spines, leaves), so a
+    sample of a big fabric has each tier in proportion."""
+    switches = list(topology.switches)
+    if count >= len(switches):
+        return switches
+    step = len(switches) / count
+    return [switches[int(i * step)] for i in range(count)]
+
+
 def run_bench(speed: float = 10.0, seconds: float = 30.0, out_dir: Path | None = None,
-              scenario: Any = None, warmup_s: float = 3.0, isolate: bool = True) -> dict[str, Any]:
+              scenario: Any = None, warmup_s: float = 3.0, isolate: bool = True,
+              agents: int | None = None, dt: float | None = None,
+              tick_s: float | None = None) -> dict[str, Any]:
+    """The lab under a subscriber; ``agents`` runs agents on a sample of that many switches
+    (the whole fabric is simulated), ``dt`` and ``tick_s`` override the simulation's step and
+    statistics tick."""
     from lab.runtime import Lab
     from lab.scenario.load import parse_scenario
+    from lab.sim.simulation import DEFAULT_DT, DEFAULT_TICK
 
     sc = scenario if scenario is not None else parse_scenario(BENCH_SCENARIO)
     out = out_dir or Path("var/lab-bench")
-    lab = Lab(sc, speed=speed, out_dir=out, isolate=isolate)
+    chosen = sample_switches(sc.topology(), agents) if agents else None
+    t_build = time.monotonic()
+    lab = Lab(sc, speed=speed, out_dir=out, isolate=isolate, agents_for=chosen,
+              dt=dt or DEFAULT_DT, tick_s=tick_s or DEFAULT_TICK)
     lab.start()
+    start_s = time.monotonic() - t_build
     try:
         time.sleep(warmup_s)
         env = dict(os.environ)
@@ -172,8 +192,12 @@ def run_bench(speed: float = 10.0, seconds: float = 30.0, out_dir: Path | None =
     res.pop("per_switch")
     return {
         "scenario": sc.name, "switches": res["switches"],
+        "fabric_switches": len(lab.topology.switches), "start_s": start_s,
+        "dt": lab.options.dt, "tick_s": lab.options.tick_s,
         "simulator": "process" if isolate else "thread",
-        "ports": sum(len(p) for p in lab.wiring.switch_ports),
+        "ports": sum(len(lab.wiring.switch_ports[lab.wiring.device_index(p.switch)])
+                     for p in lab.plans),
+        "fabric_ports": lab.topology.n_switch_ports,
         "target_speed": speed, "achieved_speed": sim_dt / wall,
         "wall_s": wall, "sim_s": sim_dt,
         "notifications": res["notifications"], "updates": res["updates"],
@@ -189,9 +213,14 @@ def run_bench(speed: float = 10.0, seconds: float = 30.0, out_dir: Path | None =
 
 
 def format_bench(r: dict[str, Any]) -> str:
+    sample = ""
+    if r["fabric_switches"] > r["switches"]:
+        sample = (f" (agents on a sample of a fabric of {r['fabric_switches']:,} switches and "
+                  f"{r['fabric_ports']:,} switch ports, all simulated)")
     return "\n".join([
-        f"scenario {r['scenario']}: {r['switches']} gNMI switches, {r['ports']} switch ports, "
-        f"simulator in its own {r['simulator']}",
+        f"scenario {r['scenario']}: {r['switches']} gNMI switches, {r['ports']} switch ports"
+        f"{sample}, simulator in its own {r['simulator']}; dt {r['dt'] * 1e3:g} ms, tick "
+        f"{r['tick_s'] * 1e3:g} ms; lab up in {r['start_s']:.1f} s",
         f"speed: target x{r['target_speed']:g}, achieved x{r['achieved_speed']:.2f} "
         f"({r['sim_s']:.1f} simulated s in {r['wall_s']:.1f} wall s)",
         f"agents delivered {r['updates']:,} updates in {r['notifications']:,} notifications: "

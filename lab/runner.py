@@ -26,8 +26,9 @@ from typing import Any
 
 from lab import counters as cf
 from lab.buffers import BufferProfile
+from lab.counters import Layout
 from lab.scenario.spec import Scenario
-from lab.sim.simulation import DEFAULT_DT, DEFAULT_TICK, Simulation
+from lab.sim.simulation import DEFAULT_DT, DEFAULT_TICK, Simulation, active_priorities
 from lab.sim.snapshot_ring import (
     C_APPLIED,
     C_LIVE_TIME,
@@ -39,8 +40,16 @@ from lab.sim.snapshot_ring import (
     STATE_RUNNING,
     SharedBlock,
 )
+from lab.wiring import Wiring
+from pipeline.errors import LabError
 
 _MAX_SLEEP_S = 0.005
+
+
+def published_layout(scenario: Scenario, wiring: Wiring, buffers: BufferProfile) -> Layout:
+    """The layout of the snapshots the simulator publishes and the agents read: every port and
+    device, the active priorities only."""
+    return Layout.of(wiring, active_priorities(scenario, buffers))
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,10 @@ def serve_simulation(scenario: Scenario, options: SimOptions, shm_name: str, siz
     try:
         sim = Simulation(scenario, dt=options.dt, tick_s=options.tick_s, buffers=options.buffers,
                          dcqcn=options.dcqcn)
-        _Loop(sim, options, block, conn).run()
+        layout = published_layout(scenario, sim.wiring, options.buffers)
+        if layout.size != size:
+            raise LabError(f"snapshot sizes disagree ({layout.size} here, {size} in the lab)")
+        _Loop(sim, options, block, conn, layout).run()
     except Exception:
         block.ctrl[C_STATE] = STATE_FAILED
         with contextlib.suppress(OSError):
@@ -70,8 +82,9 @@ def serve_simulation(scenario: Scenario, options: SimOptions, shm_name: str, siz
 
 class _Loop:
     def __init__(self, sim: Simulation, options: SimOptions, block: SharedBlock,
-                 conn: Connection) -> None:
+                 conn: Connection, layout: Layout) -> None:
         self.sim = sim
+        self.layout = layout
         self.speed = options.speed
         self.block = block
         self.conn = conn
@@ -107,7 +120,7 @@ class _Loop:
                     break
 
     def _publish(self) -> None:
-        self.block.publish(self.sim.counters.vector)
+        self.block.publish(self.sim.counters.published(self.layout))
 
     def _drain_commands(self, wait: float) -> None:
         if not self.conn.poll(wait):

@@ -9,7 +9,9 @@
     lab.stop()
 
 ``base_port`` 0 picks free ports; otherwise the TE controller listens on ``base_port`` and switch
-``i`` (topology order) on ``base_port + 1 + i``. Files written to ``out_dir``: ``topology.json``
+``i`` (topology order) on ``base_port + 1 + i``. ``agents_for`` limits the agents to some switches
+(the whole fabric is still simulated): how a fabric too big for one process's agents is measured.
+Files written to ``out_dir``: ``topology.json``
 (:meth:`Topology.to_json`), ``agents.json``, ``truth.json`` (and ``pki/`` with TLS).
 
 Time: simulated second 0 is ``epoch_ns`` on the wall clock, and one simulated second lasts
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -37,11 +40,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lab.agents import HOST, AgentHost
-from lab.counters import Layout
 from lab.gnmi.dialects import SwitchModel
 from lab.gnmi.target import GnmiTarget
 from lab.inventory import AgentPlan, Credentials, agents_document, plan_agents
-from lab.runner import SimOptions, serve_simulation
+from lab.runner import SimOptions, published_layout, serve_simulation
 from lab.scenario.load import load_scenario
 from lab.scenario.spec import Scenario
 from lab.sim.simulation import DEFAULT_DT, DEFAULT_TICK
@@ -72,7 +74,8 @@ class Lab:
                  out_dir: Path | str = Path("var/lab"), base_port: int = 0, *,
                  tls: str | None = None, snmp_version: str = "2c", isolate: bool = True,
                  dt: float = DEFAULT_DT, tick_s: float = DEFAULT_TICK, dcqcn: bool = False,
-                 credentials: Credentials | None = None) -> None:
+                 credentials: Credentials | None = None,
+                 agents_for: Sequence[str] | None = None) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         if speed <= 0:
             raise LabError("speed must be positive")
@@ -93,8 +96,17 @@ class Lab:
         self.credentials = Credentials(**{**base.__dict__, "snmp_version": snmp_version})
         self.topology: Topology = self.scenario.topology()
         self.wiring: Wiring = build_wiring(self.topology)
-        self.layout = Layout.of(self.wiring)
-        self.plans: list[AgentPlan] = plan_agents(self.scenario)
+        self.layout = published_layout(self.scenario, self.wiring, self.options.buffers)
+        plans = plan_agents(self.scenario)
+        # a switch keeps its port slot (base_port + 1 + i) whichever switches run agents
+        self._slot = {p.switch: i for i, p in enumerate(plans)}
+        if agents_for is not None:
+            unknown = sorted(set(agents_for) - set(self._slot))
+            if unknown:
+                raise LabError(f"no switch {unknown[0]!r} in this fabric")
+            wanted = set(agents_for)
+            plans = [p for p in plans if p.switch in wanted]
+        self.plans: list[AgentPlan] = plans
         self.epoch_ns = 0
         self.te_url = ""
         self.addresses: dict[str, str] = {}
@@ -178,8 +190,8 @@ class Lab:
         assert self._host and self.view and self.control
         port = self.base_port
         creds = (self.credentials.username, self.credentials.password)
-        for i, plan in enumerate(self.plans):
-            want = port + 1 + i if port else 0
+        for plan in self.plans:
+            want = port + 1 + self._slot[plan.switch] if port else 0
             if plan.protocol == "gnmi":
                 model = SwitchModel(plan.switch, plan.profile, self.wiring, self.layout, 0)
                 self.models[plan.switch] = model

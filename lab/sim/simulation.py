@@ -13,6 +13,8 @@ an ECMP collision starting or ending.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -24,7 +26,7 @@ from lab.physics import Physics
 from lab.routing import RouteInputs, Router
 from lab.scenario.spec import Scenario
 from lab.stats import StatsTicker
-from lab.traffic import DemandJitter, build_entries, build_flows
+from lab.traffic import ROCE_PRIORITY, DemandJitter, build_entries, build_flows
 from lab.wiring import IntArray, Wiring, build_wiring
 from pipeline.kinds import FAULT_PFC_STORM
 
@@ -32,10 +34,18 @@ DEFAULT_DT = 0.01
 DEFAULT_TICK = 0.1
 
 
+def active_priorities(scenario: Scenario, buffers: BufferProfile) -> tuple[int, ...]:
+    """The priorities that can ever carry traffic or be paused in this scenario: RoCE's, the
+    lossless ones, and any a PFC storm pauses (the physics simulates these; the published
+    snapshot carries only these)."""
+    storm = {int(f.params["priority"]) for f in scenario.faults if f.kind == FAULT_PFC_STORM}
+    return tuple(sorted({ROCE_PRIORITY} | set(buffers.lossless) | storm))
+
+
 class Simulation:
     def __init__(self, scenario: Scenario, *, dt: float = DEFAULT_DT,
                  tick_s: float = DEFAULT_TICK, buffers: BufferProfile | None = None,
-                 jitter: bool = True, dcqcn: bool = False) -> None:
+                 jitter: bool = True, dcqcn: bool = False, profile: bool = False) -> None:
         if tick_s < dt or abs(tick_s / dt - round(tick_s / dt)) > 1e-6:
             raise ValueError("tick_s must be a whole number of steps")
         self.scenario = scenario
@@ -81,6 +91,9 @@ class Simulation:
         dev[:, cf.D_ECN_PMAX] = buf.ecn_pmax * 100.0
         self._apply_faults()
         self._refresh_routes()
+        # CPU seconds spent per stage, when profiling (lab/sim/cost.py); CPU time, never a clock
+        self.profile = profile
+        self.cpu = {"step": 0.0, "tick": 0.0}
 
     # ------------------------------------------------------------------ time
 
@@ -91,12 +104,18 @@ class Simulation:
             self._apply_faults()
         if self._routes_dirty:
             self._refresh_routes()
+        c0 = time.process_time() if self.profile else 0.0
         self._set_offered()
         self.physics.step()
         self.steps += 1
         self.t = self.steps * self.dt
+        if self.profile:
+            c1 = time.process_time()
+            self.cpu["step"] += c1 - c0
         if self.steps % self.tick_steps == 0:
             self.stats.tick()
+            if self.profile:
+                self.cpu["tick"] += time.process_time() - c1
             self.ticks += 1
             self.counters.header[cf.H_TIME] = self.t
             self.counters.header[cf.H_TICK] = self.ticks

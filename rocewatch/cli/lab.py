@@ -130,17 +130,31 @@ def topology(scenario: Path) -> None:
               default=Path("var/lab-bench"), show_default=True)
 @click.option("--in-process", is_flag=True,
               help="run the simulator as a thread of the agents' process (to compare)")
+@click.option("--agents", type=int, default=None,
+              help="run agents on a sample of this many switches (the whole fabric is simulated)")
+@click.option("--dt", type=float, default=None, help="simulation step, s (default 0.01)")
+@click.option("--tick", "tick_s", type=float, default=None,
+              help="statistics tick and snapshot period, simulated s (default 0.1)")
+@click.option("--sim-only", is_flag=True,
+              help="no agents: the simulator alone, flat out, CPU per simulated second by stage")
 @click.option("--json", "as_json", is_flag=True, help="print the raw numbers as JSON")
 def bench(speed: float, seconds: float, scenario_path: Path | None, out_dir: Path,
-          in_process: bool, as_json: bool) -> None:
+          in_process: bool, agents: int | None, dt: float | None, tick_s: float | None,
+          sim_only: bool, as_json: bool) -> None:
     """Measure the simulated speed reached with every gNMI agent streaming to a subscriber."""
-    from lab.bench import format_bench, run_bench
-    from lab.scenario.load import load_scenario
+    from lab.bench import BENCH_SCENARIO, format_bench, run_bench
+    from lab.scenario.load import load_scenario, parse_scenario
+    from lab.sim.cost import format_cost, measure
 
     try:
         sc = load_scenario(scenario_path) if scenario_path else None
+        if sim_only:
+            result = measure(scenario_path or parse_scenario(BENCH_SCENARIO), seconds=seconds,
+                             **{k: v for k, v in (("dt", dt), ("tick_s", tick_s)) if v})
+            click.echo(json.dumps(result, indent=2) if as_json else format_cost(result))
+            return
         result = run_bench(speed=speed, seconds=seconds, out_dir=out_dir, scenario=sc,
-                           isolate=not in_process)
+                           isolate=not in_process, agents=agents, dt=dt, tick_s=tick_s)
     except RocewatchError as exc:
         raise _fail(exc) from exc
     click.echo(json.dumps(result, indent=2) if as_json else format_bench(result))
