@@ -143,6 +143,8 @@ class SnmpSystem(Strict):
     sys_uptime: str = "1.3.6.1.2.1.1.3.0"
     hr_system_date: str = "1.3.6.1.2.1.25.1.2.0"
     if_name: str = "1.3.6.1.2.1.31.1.1.1.1"
+    #: names the ports of a device without ifName
+    if_descr: str = "1.3.6.1.2.1.2.2.1.2"
 
 
 class SnmpProfile(Strict):

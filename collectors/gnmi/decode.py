@@ -9,9 +9,19 @@ bad values) takes the slow path, which also does the counting of bad input: one 
 counted and dropped while the rest of its notification goes through.
 
 Rows wait in plain lists until :meth:`GnmiDecoder.take` turns them into a :class:`SampleBatch` with
-numpy: columns are gathered from the mapper's per-spec arrays, a counter that went backwards is
-flagged :data:`FLAG_RESET` (the device restarted or cleared it), and the target's expected series
-count is updated.
+numpy: columns are gathered from the mapper's per-spec arrays and the target's expected series
+count is updated. A counter that went down is left for the rate rule to judge
+(:mod:`pipeline.rates`: a fall of a 64-bit counter is a reset there), in event-time order.
+
+**The first update after a reconnect.** A new STREAM subscription starts with the current value
+of everything, stamped "now", then samples every interval from there. Right after a short outage
+"now" can be a fraction of an interval after the last sample the old stream sent: that initial
+value would add an interval of a fraction of the cadence (noisy, and one more evaluation for every
+detector: an interval doubled). So a SAMPLE series' value in the initial set of a reconnected
+stream is dropped when it comes less than :data:`REPEAT_FRACTION` of an interval after the
+target's previous sample; the next sample then ends one interval of one to two cadences, which
+the rate rule rates (no gap, nothing doubled). Status (ON_CHANGE) values of the initial set are
+always kept: they are the state now.
 """
 
 from __future__ import annotations
@@ -19,21 +29,21 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError as ProtobufDecodeError
-from numpy.typing import NDArray
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
 from collectors.gnmi.mapping import IGNORED, UNKNOWN, PathMapper, canonical
 from collectors.health import ErrorTally, TargetHealth
 from pipeline.metrics import metric_id
-from pipeline.model import FLAG_COUNTER32, FLAG_RESET, SampleBatch
+from pipeline.model import SampleBatch
 
 #: IF-MIB notPresent: what a deleted interface's oper-status becomes
 NOT_PRESENT = 6.0
+#: an initial value closer than this share of an interval to the previous sample is a repeat
+REPEAT_FRACTION = 0.75
 _OPER_STATUS = metric_id("if_oper_status")
 _MODULE_PREFIX = re.compile(r"^[a-z][a-z0-9_.-]*:")
 _SCALARS = frozenset({"uint_val", "int_val", "double_val", "float_val", "bool_val",
@@ -52,7 +62,7 @@ def _member(name: str) -> str:
 
 
 class GnmiDecoder:
-    """One target's decoding state: buffered rows, last counter values, expected series."""
+    """One target's decoding state: buffered rows and the expected series."""
 
     def __init__(self, device: str, mapper: PathMapper, health: TargetHealth,
                  tally: ErrorTally) -> None:
@@ -60,36 +70,53 @@ class GnmiDecoder:
         self.mapper = mapper
         self.health = health
         self.tally = tally
-        self._lock = threading.Lock()
+        self.repeat_ns = int(health.interval_ns * REPEAT_FRACTION)
         self._sids: list[int] = []
         self._vals: list[float] = []
         self._ts: list[int] = []
         self._counts: list[int] = []
         self._deleted: list[int] = []
-        self._last = np.full(0, np.nan)
         self._expected = np.zeros(0, dtype=bool)
+        #: the time of the newest SAMPLE notification (0: none yet)
+        self._last_sampled_ns = 0
+        #: the newest SAMPLE time of the previous session (0: this is the first session)
+        self._before_ns = 0
+        #: initial values dropped as repeats of a sample just before a reconnect
+        self.repeats_dropped = 0
 
-    # -- feeding (the session's thread) -------------------------------------------------------
+    def begin_session(self) -> None:
+        """A new session starts: its initial values are judged against the last sample."""
+        self._before_ns = self._last_sampled_ns
 
-    def feed(self, data: bytes, wall: float) -> None:
-        """Decode one serialized SubscribeResponse; bad input is counted, never raised."""
+    @property
+    def pending(self) -> int:
+        """Rows decoded and not yet taken."""
+        return len(self._sids)
+
+    # -- feeding (the session) ----------------------------------------------------------------
+
+    def feed(self, data: bytes, wall: float, initial: bool = False) -> bool:
+        """Decode one serialized SubscribeResponse (``initial``: of a stream not synced yet);
+        True when it was the ``sync_response``. Bad input is counted, never raised."""
         try:
             resp = pb.SubscribeResponse.FromString(data)
         except ProtobufDecodeError as exc:
             self.tally.record(self.health, "malformed", f"undecodable SubscribeResponse: {exc}")
-            return
+            return False
+        self.health.note_message(wall)
         which = resp.WhichOneof("response")
         if which == "update":
-            with self._lock:
-                self._notification(resp.update, wall)
+            self._notification(resp.update, wall, initial)
         elif which == "sync_response":
             self.health.synced = True
+            return True
         elif which == "error":
             self.tally.record(self.health, "target_error", resp.error.message or "error")
         else:
             self.tally.record(self.health, "malformed", "SubscribeResponse without a response")
+        return False
 
-    def _notification(self, n: pb.Notification, wall: float) -> None:
+    def _notification(self, n: pb.Notification, wall: float, initial: bool = False) -> None:
         ts = n.timestamp
         if ts <= 0:
             self.tally.record(self.health, "no_timestamp",
@@ -127,13 +154,30 @@ class GnmiDecoder:
                     add_sid(sid)
                     continue
             self._slow(sid, v.WhichOneof("value"), v, prefix, u.path, table, key)
+        if initial and self._before_ns and len(sids) > start:
+            self._drop_repeats(start, ts)
         if n.delete:
             self._deletes(prefix, n.delete)
         count = len(sids) - start
+        sampled = False
         if count:
             self._ts.append(ts)
             self._counts.append(count)
-        self.health.note_data(count, ts, wall)
+            flags = self.mapper.sampled
+            sampled = flags[sids[start]] or flags[sids[-1]]
+            if sampled and ts > self._last_sampled_ns:
+                self._last_sampled_ns = ts
+        self.health.note_data(count, ts, wall, sampled)
+
+    def _drop_repeats(self, start: int, ts: int) -> None:
+        """Drop a reconnected stream's initial SAMPLE values that repeat the last interval."""
+        if ts - self._before_ns >= self.repeat_ns:
+            return
+        flags = self.mapper.sampled
+        sids, vals = self._sids, self._vals
+        keep = [i for i in range(start, len(sids)) if not flags[sids[i]]]
+        self.repeats_dropped += len(sids) - start - len(keep)
+        sids[start:], vals[start:] = [sids[i] for i in keep], [vals[i] for i in keep]
 
     def _resolve(self, prefix: pb.Path, path: pb.Path) -> int:
         return self.mapper.resolve(canonical(path_elems(prefix, path)))
@@ -247,11 +291,10 @@ class GnmiDecoder:
 
     def take(self) -> SampleBatch | None:
         """The rows decoded since the last call as one batch (None when there are none)."""
-        with self._lock:
-            sids, vals, stamps, counts = self._sids, self._vals, self._ts, self._counts
-            deleted = self._deleted
-            self._sids, self._vals, self._ts, self._counts = [], [], [], []
-            self._deleted = []
+        sids, vals, stamps, counts = self._sids, self._vals, self._ts, self._counts
+        deleted = self._deleted
+        self._sids, self._vals, self._ts, self._counts = [], [], [], []
+        self._deleted = []
         metric, port, qual, scale, flags, is_counter = self.mapper.arrays()
         ports = tuple(self.mapper.ports)
         self._grow(len(metric))
@@ -279,33 +322,12 @@ class GnmiDecoder:
             if not n:
                 return None
         row_flags = flags[sid]
-        row_flags |= self._resets(sid, value, is_counter & (flags & FLAG_COUNTER32 == 0))
         self._expected[sid[self.mapper.sampled_mask()[sid]]] = True
         self.health.expected = int(self._expected.sum())
         return SampleBatch(ts, np.zeros(n, dtype=np.int32), port[sid], metric[sid], qual[sid],
                            value, row_flags, (self.device,), ports)
 
     def _grow(self, size: int) -> None:
-        if self._last.shape[0] < size:
-            self._last = np.concatenate([self._last, np.full(size - self._last.shape[0], np.nan)])
+        if self._expected.shape[0] < size:
             self._expected = np.concatenate(
                 [self._expected, np.zeros(size - self._expected.shape[0], dtype=bool)])
-
-    def _resets(self, sid: NDArray[np.intp], value: NDArray[np.float64],
-                resettable: NDArray[np.bool_]) -> NDArray[np.uint8]:
-        """FLAG_RESET where a counter is below its previous value (in this batch or before)."""
-        order = np.argsort(sid, kind="stable")
-        s_sid, s_val = sid[order], value[order]
-        n = s_sid.shape[0]
-        first = np.ones(n, dtype=bool)
-        first[1:] = s_sid[1:] != s_sid[:-1]
-        last = np.ones(n, dtype=bool)
-        last[:-1] = first[1:]
-        prev = np.empty(n)
-        prev[1:] = s_val[:-1]
-        prev[first] = self._last[s_sid[first]]
-        self._last[s_sid[last]] = s_val[last]
-        reset = (s_val < prev) & resettable[s_sid]
-        out = np.zeros(n, dtype=np.uint8)
-        out[order[reset]] = FLAG_RESET
-        return out

@@ -139,6 +139,8 @@ class PathMapper:
         self.specs: list[Spec] = []
         #: per spec: its value is a plain number (no enum), so a numeric string parses inline
         self.plain: list[bool] = []
+        #: per spec: from a SAMPLE subscription (the hot path's copy of ``Spec.sampled``)
+        self.sampled: list[bool] = []
         self.ports: list[str] = [""]
         self._port_code: dict[str, int] = {"": 0}
         self._lock = threading.Lock()
@@ -184,6 +186,7 @@ class PathMapper:
                 self.specs.append(Spec(leaf.metric_code, port, qual, enum, leaf.scale, flags,
                                        rule.sampled))
                 self.plain.append(enum is None)
+                self.sampled.append(rule.sampled)
                 self.scaled = self.scaled or leaf.scale != 1.0
                 self._by_series[key] = sid
                 if port not in self._port_code:

@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
-from collectors.gnmi.session import subscribe_requests
+from collectors.gnmi.subscription import subscribe_requests
 from collectors.profile import GnmiProfile
 from pipeline.errors import CollectorError, DecodeError
 
@@ -95,6 +95,20 @@ def record(address: str, profile: GnmiProfile, device: str, seconds: float,
     return Recording(profile.name, device, tuple(messages))
 
 
+def gnmi_service(capabilities: Any, subscribe: Any) -> grpc.GenericRpcHandler:
+    """The gNMI service of a server that plays streams back: Capabilities, and Subscribe with
+    responses sent as the raw bytes ``subscribe`` yields (recorded or scripted)."""
+    handlers = {
+        "Capabilities": grpc.unary_unary_rpc_method_handler(
+            capabilities, request_deserializer=pb.CapabilityRequest.FromString,
+            response_serializer=pb.CapabilityResponse.SerializeToString),
+        "Subscribe": grpc.stream_stream_rpc_method_handler(
+            subscribe, request_deserializer=pb.SubscribeRequest.FromString,
+            response_serializer=None),
+    }
+    return grpc.method_handlers_generic_handler("gnmi.gNMI", handlers)
+
+
 def serve(recording: Recording, host: str = "127.0.0.1") -> tuple[Any, int]:
     """A gNMI target on ``host`` that answers every Subscribe with the recording, looped, as
     fast as the client reads (no credentials checked). Returns ``(grpc server, port)``."""
@@ -108,16 +122,7 @@ def serve(recording: Recording, host: str = "127.0.0.1") -> tuple[Any, int]:
             yield from recording.messages
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    handlers = {
-        "Capabilities": grpc.unary_unary_rpc_method_handler(
-            capabilities, request_deserializer=pb.CapabilityRequest.FromString,
-            response_serializer=pb.CapabilityResponse.SerializeToString),
-        "Subscribe": grpc.stream_stream_rpc_method_handler(
-            subscribe, request_deserializer=pb.SubscribeRequest.FromString,
-            response_serializer=None),
-    }
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("gnmi.gNMI",
-                                                                           handlers),))
+    server.add_generic_rpc_handlers((gnmi_service(capabilities, subscribe),))
     port = server.add_insecure_port(f"{host}:0")
     server.start()
     return server, port

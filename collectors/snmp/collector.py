@@ -5,8 +5,9 @@ starts each target's poll every sample interval (start times spread by a hash of
 thousand targets do not fire in the same millisecond); a poll still running when its next turn
 comes is not doubled up but counted as an overrun, and that interval honestly reports
 ``collector_received = 0``. Polls are coroutines with their own timeouts and retries: a dead
-target costs its own task a few timeouts and nothing else. A second job emits each target's health
-samples once per interval of device time.
+target costs its own task a few timeouts and nothing else; at most ``max_concurrent_polls`` are in
+flight, the rest wait their turn. A second job emits each target's health samples as its
+intervals end (:mod:`collectors.health`: counted by the polls' own times).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 from pydantic import Field
 
 from collectors.base import Collector, CollectorOptions, Emit, load_targets, summarize
-from collectors.health import DeviceClock, ErrorTally, TargetHealth
+from collectors.clocks import HOLD_MIN_S, CollectorClock, DeviceClock, FabricClock
+from collectors.health import ErrorTally, TargetHealth
 from collectors.profile import SnmpProfile, load_profile
 from collectors.snmp.client import SnmpClient, V2cChannel, V3Target
 from collectors.snmp.poll import SnmpPoller
@@ -42,6 +44,9 @@ class SnmpOptions(CollectorOptions):
     max_concurrent_polls: int = Field(64, ge=1)
     #: how often the ifIndex → ifName map is walked again (wall seconds)
     ifname_refresh_s: float = Field(300.0, gt=0)
+    #: a device whose date is further than this from the collector's clock is stamped by the
+    #: collector's clock instead (and its health says so)
+    clock_tolerance_s: float = Field(300.0, gt=0)
 
 
 class _Target:
@@ -66,7 +71,9 @@ class SnmpCollector(Collector):
         self.opts = options
         targets, self.env = load_targets(options, "snmp")
         self.tally = ErrorTally(f"snmp collector {instance}")
-        self.clock = DeviceClock()
+        slowest = max((t.sample_interval_s / t.clock_rate for t in targets), default=1.0)
+        self.fabric = FabricClock(hold_s=max(1.5 * slowest, HOLD_MIN_S),
+                                  rate=max((t.clock_rate for t in targets), default=1.0))
         self.profiles: dict[str, SnmpProfile] = {}
         self.targets: dict[str, _Target] = {}
         for target in targets:
@@ -75,9 +82,8 @@ class SnmpCollector(Collector):
                 raise ConfigError(f"target {target.name}: profile {target.profile} is not SNMP")
             self.profiles[target.name] = profile
             health = TargetHealth(target.name, "snmp", target.address, target.profile,
-                                  target.sample_interval_s,
-                                  DeviceClock(target.clock_rate, fallback=self.clock),
-                                  stale_intervals=options.stale_intervals)
+                                  target.sample_interval_s, DeviceClock(target.clock_rate),
+                                  self.fabric, stale_intervals=options.stale_intervals)
             self.targets[target.name] = _Target(target, health)
         if not self.targets:
             log.warning("snmp collector %s has no SNMP targets", instance)
@@ -188,15 +194,17 @@ class SnmpCollector(Collector):
             client = self._channel.target(target, secrets)
         t.poller = SnmpPoller(target.name, self.profiles[target.name], client, t.health,
                               self.tally, target.snmp.max_repetitions,
-                              self.opts.ifname_refresh_s, target.snmp.columns_per_request)
+                              self.opts.ifname_refresh_s, target.snmp.columns_per_request,
+                              CollectorClock(target.clock_rate), self.opts.clock_tolerance_s)
         return t.poller
 
     async def _health_job(self) -> None:
         wall = time.monotonic()
         for t in self.targets.values():
-            if t.health.due(wall):
+            t.health.tick(wall)
+            if t.health.pending_intervals:
                 builder = BatchBuilder()
-                t.health.tick(builder, wall)
+                t.health.drain(builder)
                 self.emit(builder.build())
 
     # -- health --------------------------------------------------------------------------------

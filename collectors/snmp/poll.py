@@ -3,14 +3,22 @@
 Each poll GETs ``sysUpTime`` and ``hrSystemDate``, then walks the profile's columns. SNMP carries
 no per-sample timestamp, so the sample time is the device's own clock: ``hrSystemDate`` anchored
 to ``sysUpTime`` (``hrSystemDate`` has decisecond resolution and may be stepped by NTP;
-``sysUpTime`` ticks evenly in centiseconds). A device without ``hrSystemDate`` falls back to the
-collector's clock, and its health says so.
+``sysUpTime`` ticks evenly in centiseconds). The collector's clock stamps the poll instead
+(:class:`~collectors.clocks.CollectorClock`: read at the instant the poll started, nothing fed
+back) when the device has no ``hrSystemDate``, or when its date disagrees with the collector's
+clock by more than ``clock_tolerance_s`` (a device clock years off would have every sample
+dropped by retention, or poison the fabric's time); the health says which, and why
+(``clock: collector``, ``clock_note``), and the device is checked again at every poll.
 
 ``sysUpTime`` going backwards means the device restarted: the first samples after it carry
 :data:`FLAG_RESET` and a ``counter_reset`` sample is emitted, so rates do not read a reboot as a
 huge negative (or, for Counter32, a wrapped) delta. Counter32 values carry
 :data:`FLAG_COUNTER32` so rates unwrap them at 2**32. The ifIndex → ifName map is cached and
-refreshed periodically, after a reboot, and when a row names an ifIndex it does not know.
+refreshed periodically, after a reboot, and when a row names an ifIndex it does not know. A device
+without ``ifName`` (no ifXTable) names its ports by ``ifDescr`` (health ``port_names``).
+
+A poll that answers proves the session; one that fails ends it (health ``connected``). A device
+that answers but none of whose rows map onto the profile is reported as ``no_mapped_data``.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collectors.clocks import CollectorClock, clock_offset_ok, wall_ns
 from collectors.health import ErrorTally, TargetHealth
 from collectors.profile import SnmpColumn, SnmpProfile
 from collectors.snmp.ber import (
@@ -106,7 +115,8 @@ class SnmpPoller:
 
     def __init__(self, name: str, profile: SnmpProfile, client: SnmpClient,
                  health: TargetHealth, tally: ErrorTally, max_repetitions: int = 50,
-                 ifname_refresh_s: float = 300.0, columns_per_request: int = 4) -> None:
+                 ifname_refresh_s: float = 300.0, columns_per_request: int = 4,
+                 stamper: CollectorClock | None = None, clock_tolerance_s: float = 300.0) -> None:
         self.name = name
         self.profile = profile
         self.client = client
@@ -116,11 +126,15 @@ class SnmpPoller:
         self.columns_per_request = columns_per_request
         self.ifname_refresh_s = ifname_refresh_s
         self.clock = SnmpClock()
+        self.stamper = stamper or CollectorClock(health.clock.rate)
+        self.clock_tolerance_s = clock_tolerance_s
+        self._clock_kind = ""  # why the collector's clock is used ("" while the device's is)
         self.ifnames: dict[int, str] = {}
         self._ifnames_at = 0.0
         self._uptime = oid_bytes(profile.system.sys_uptime)
         self._date = oid_bytes(profile.system.hr_system_date)
         self._ifname = oid_bytes(profile.system.if_name)
+        self._ifdescr = oid_bytes(profile.system.if_descr)
         self.columns = [_Column(c, oid_bytes(c.oid), metric_id(c.metric) if c.metric else -1,
                                 bool(c.metric) and bool(IS_COUNTER[metric_id(c.metric)]))
                         for c in profile.columns]
@@ -143,12 +157,10 @@ class SnmpPoller:
         except Exception as exc:  # the poll's boundary: one target's failure stays its own
             self._failed(exc)
             return None
-        self.health.connected = True
-        self.health.last_error = ""
         return batch
 
     def _failed(self, exc: BaseException) -> None:
-        self.health.connected = False
+        self.health.session_ended()
         self.health.last_error = f"{type(exc).__name__}: {exc}"
         kind = ("timeout" if isinstance(exc, SnmpTimeout) else
                 "snmp_error" if isinstance(exc, SnmpErrorStatus) else
@@ -156,7 +168,7 @@ class SnmpPoller:
         self.tally.record(self.health, kind, self.health.last_error)
 
     async def _poll(self, wall: float) -> SampleBatch:
-        stamp, restarted = await self._time()
+        stamp, restarted, stamped_at = await self._time(wall)
         if restarted:
             self._pending_reset = True
             self.ifnames = {}
@@ -178,11 +190,16 @@ class SnmpPoller:
                 self._unknown_ifindex(c, result.rows[c.oid]) for c in columns):
             await self._refresh_ifnames(wall)
         batch = self._build(stamp, columns, result.rows)
-        self.health.note_data(len(batch), stamp, time.monotonic())
+        if not self.health.connected:
+            self.health.session_started(stamped_at)
+        self.health.note_message(stamped_at)
+        self.health.note_data(len(batch), stamp, stamped_at)
         return batch
 
-    async def _time(self) -> tuple[int, bool]:
+    async def _time(self, started: float) -> tuple[int, bool, float]:
+        """``(sample time, restarted, the monotonic instant the time belongs to)``."""
         varbinds = await self.client.get([self._uptime, self._date])
+        answered = time.monotonic()
         uptime = date = None
         for oid, tag, value in varbinds:
             if oid == self._uptime and tag in NUMERIC and isinstance(value, int):
@@ -194,26 +211,50 @@ class SnmpPoller:
                     self.tally.record(self.health, "wrong_type", f"hrSystemDate: {exc}")
         if uptime is None:
             raise DecodeError("the device did not return sysUpTime")
-        stamp, restarted = self.clock.update(uptime, date)
-        if stamp is None:
-            if self.health.clock_source != "collector":
-                self.tally.record(self.health, "no_device_clock",
-                                  "no hrSystemDate: samples carry the collector's clock")
-            self.health.clock_source = "collector"
-            stamp = self.health.clock.now_ns() if self.health.clock.known else time.time_ns()
+        device_ns, restarted = self.clock.update(uptime, date)
+        health = self.health
+        if device_ns is not None and clock_offset_ok(device_ns, answered, health.clock.rate,
+                                                     self.clock_tolerance_s):
+            health.clock_source, health.clock_note, self._clock_kind = "device", "", ""
+            return device_ns, restarted, answered
+        if device_ns is None:
+            note, kind = "no hrSystemDate", "no_device_clock"
         else:
-            self.health.clock_source = "device"
-        return stamp, restarted
+            offset = (device_ns - wall_ns(answered)) / 1e9
+            note, kind = f"device clock off by {offset:+.0f} s", "device_clock_off"
+        if kind != self._clock_kind:  # counted once each time the device's clock goes wrong
+            self.tally.record(health, kind, f"{note}: samples carry the collector's clock")
+            self._clock_kind = kind
+        health.clock_source, health.clock_note = "collector", note
+        if health.fabric.known:
+            self.stamper.anchor(health.fabric.now_ns(started), started)
+        # the one rule for collector-stamped samples: the clock read at the poll's start
+        return self.stamper.stamp(started), restarted, started
 
     async def _refresh_ifnames(self, wall: float) -> None:
-        result = await walk_columns(self.client, [self._ifname], self.max_repetitions)
-        names = {}
-        for index, _tag, value in result.rows[self._ifname]:
-            parts = subids(index)
-            if len(parts) == 1 and isinstance(value, bytes):
-                names[parts[0]] = value.decode(errors="replace")
+        names = await self._names(self._ifname)
+        source = "ifName"
+        if not names:
+            # no ifXTable (old or host stacks): ifDescr is the name the device gives its ports
+            names = await self._names(self._ifdescr)
+            source = "ifDescr" if names else "none"
+            if names and self.health.port_names != "ifDescr":
+                self.tally.record(self.health, "no_ifname",
+                                  "no ifName: ports are named by ifDescr")
+        self.health.port_names = source
         self.ifnames = names
         self._ifnames_at = wall
+
+    async def _names(self, column: bytes) -> dict[int, str]:
+        result = await walk_columns(self.client, [column], self.max_repetitions)
+        names = {}
+        for index, _tag, value in result.rows[column]:
+            parts = subids(index)
+            if len(parts) == 1 and isinstance(value, bytes):
+                name = value.decode(errors="replace").strip("\x00").strip()
+                if name:
+                    names[parts[0]] = name
+        return names
 
     def _unknown_ifindex(self, column: _Column, rows: Rows) -> bool:
         position = column.spec.index.index("ifindex")

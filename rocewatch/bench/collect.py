@@ -30,14 +30,16 @@ from typing import Any
 
 import click
 
+from collectors.clocks import DeviceClock
 from collectors.gnmi.collector import GnmiCollector, GnmiOptions
 from collectors.gnmi.decode import GnmiDecoder
 from collectors.gnmi.mapping import PathMapper
 from collectors.gnmi.recording import Recording, record
-from collectors.health import DeviceClock, ErrorTally, TargetHealth
+from collectors.health import ErrorTally, TargetHealth
 from collectors.profile import GnmiProfile, SnmpProfile, load_profile
 from pipeline.model import SampleBatch
 from rocewatch.bench.peers import REPLAY_CHILD, child, in_netns, lab_process, snmpd
+from rocewatch.bench.scale import scale
 
 
 def cpu_seconds() -> float:
@@ -177,7 +179,8 @@ async def _poll_back_to_back(ports: list[int], pollers: int,
 
 @click.command()
 @click.option("--part", "parts", multiple=True,
-              type=click.Choice(["gnmi-recorded", "gnmi-live", "gnmi-replay", "snmp"]),
+              type=click.Choice(["gnmi-recorded", "gnmi-live", "gnmi-replay", "gnmi-scale",
+                                 "snmp"]),
               help="What to measure (repeatable; default: all).")
 @click.option("--seconds", default=10.0, show_default=True, help="Measurement time per part.")
 @click.option("--speed", default=20.0, show_default=True, help="Lab speed for gNMI parts.")
@@ -194,19 +197,24 @@ async def _poll_back_to_back(ports: list[int], pollers: int,
               help="snmpd processes (devices) to poll; snmpd is single-threaded.")
 @click.option("--snmp-pollers", default=4, show_default=True,
               help="Concurrent pollers, spread over the agents.")
+@click.option("--scale-targets", default="100,500,1000,2000", show_default=True,
+              help="Target counts of the gnmi-scale curve (comma-separated).")
+@click.option("--scale-interval", default=10.0, show_default=True,
+              help="Sample interval (s) the gnmi-scale targets stream at.")
 @click.option("--profile", "profile_out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a cProfile of the recorded-decode part here.")
 def collect(parts: tuple[str, ...], seconds: float, speed: float, spines: int, leaves: int,
             hosts_per_leaf: int,
             recordings: Path | None, save_recordings: Path | None, snmp_pairs: int,
-            snmp_agents: int, snmp_pollers: int, profile_out: Path | None) -> None:
+            snmp_agents: int, snmp_pollers: int, scale_targets: str, scale_interval: float,
+            profile_out: Path | None) -> None:
     """Decoded gNMI updates/s per core (recorded and live) and SNMP varbinds/s."""
-    parts = parts or ("gnmi-recorded", "gnmi-live", "gnmi-replay", "snmp")
+    parts = parts or ("gnmi-recorded", "gnmi-live", "gnmi-replay", "gnmi-scale", "snmp")
     click.echo(f"rocewatch bench collect: {platform.python_implementation()} "
                f"{platform.python_version()}, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="rw-bench-") as tmp:
         work = Path(tmp)
-        if "gnmi-recorded" in parts or "gnmi-replay" in parts:
+        if {"gnmi-recorded", "gnmi-replay", "gnmi-scale"} & set(parts):
             recs = _recordings(work, speed, recordings, save_recordings)
         if "gnmi-recorded" in parts:
             _recorded(recs, seconds, profile_out)
@@ -214,6 +222,11 @@ def collect(parts: tuple[str, ...], seconds: float, speed: float, spines: int, l
             _live(work, seconds, speed, spines, leaves, hosts_per_leaf)
         if "gnmi-replay" in parts:
             _replay(work, recs, seconds)
+        if "gnmi-scale" in parts:
+            saved = save_recordings or work / "recordings"
+            scale(work, [saved / f"{r.profile}.gnmirec" for r in recs],
+                  [int(n) for n in scale_targets.split(",") if n.strip()], scale_interval,
+                  max(seconds, 3 * scale_interval))
         if "snmp" in parts:
             _snmp(work, seconds, snmp_pairs, snmp_agents, snmp_pollers)
 

@@ -69,6 +69,85 @@ for server in servers:
     server.stop(None)
 """
 
+# recorded streams served on their schedule by many targets (collectors.gnmi.replay), with a
+# command line on stdin: "drop" ends every stream at once, "arrivals" prints when the Subscribes
+# came in since the last drop; the first line printed lists the targets
+PACED_CHILD = """
+import asyncio, json, sys, time
+from pathlib import Path
+from collectors.gnmi.recording import Recording
+from collectors.gnmi.replay import PacedReplay
+
+async def main():
+    recs = [Recording.load(Path(p)) for p in sys.argv[3:]]
+    replay = await PacedReplay(recs, int(sys.argv[1]), float(sys.argv[2])).start()
+    print(json.dumps(replay.targets()), flush=True)
+    loop = asyncio.get_running_loop()
+    dropped_at = time.monotonic()
+    while True:
+        line = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
+        if not line:
+            break
+        if line == "drop":
+            dropped_at = time.monotonic()
+            replay.drop_all()
+            print(json.dumps({"dropped": True}), flush=True)
+        elif line == "arrivals":
+            times = [t - dropped_at for t in replay.arrivals if t >= dropped_at]
+            print(json.dumps({"arrivals": times, "subscribes": replay.subscribes}), flush=True)
+    await replay.stop()
+
+asyncio.run(main())
+"""
+
+
+class Peer:
+    """A child interpreter spoken to in JSON lines (the first line it prints: what it serves)."""
+
+    def __init__(self, code: str, *args: str) -> None:
+        root = Path(__file__).resolve().parents[2]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
+        self.proc = subprocess.Popen([sys.executable, "-c", code, *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                     text=True)
+        try:
+            self.first = self.read()
+        except BaseException:
+            self.close(5.0)
+            raise
+
+    def read(self) -> Any:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise click.ClickException("a benchmark peer ended early (see its output above)")
+        return json.loads(line)
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def ask(self, line: str) -> Any:
+        self.send(line)
+        return self.read()
+
+    def close(self, timeout: float = 60.0) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+    def __enter__(self) -> Peer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 @contextlib.contextmanager
 def child(code: str, *args: str) -> Iterator[Any]:

@@ -18,7 +18,15 @@ import pytest
 from pipeline.model import SampleBatch
 from tests.collectors.gnmi_target import ScriptedTarget
 from tests.collectors.pki import Pki, issue_pki
-from tests.collectors.snmp_agents import DATA, SNMPSIM, NetNs, Snmpd, SnmpSim, is_root
+from tests.collectors.snmp_agents import (
+    DATA,
+    SNMPSIM,
+    NetNs,
+    Snmpd,
+    SnmpSim,
+    bundled_recording,
+    is_root,
+)
 
 # -- sinks ------------------------------------------------------------------------------------
 
@@ -125,6 +133,23 @@ def snmpsim(tmp_path: Path) -> Iterator[SnmpSim]:
               line.split("|")[0] + "|70:error|op=any,status=genError" for line in lines]
     (data / "broken.snmprec").write_text("\n".join(broken) + "\n")
     sim = SnmpSim(data, tmp_path / "snmpsim-cache").start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture
+def snmpsim_bundled(tmp_path: Path) -> Iterator[SnmpSim]:
+    """snmpsim serving our leaf (community ``leaf9``) and three recordings snmpsim ships, each
+    under its own name: ``linux-full-walk`` (hrSystemDate in 2010), ``winxp-full-walk`` (ifTable
+    without ifXTable, hrSystemDate in 2013), ``linksys-system`` (the system group only)."""
+    if not SNMPSIM.exists():
+        pytest.skip("snmpsim is not installed in .venv")
+    data = tmp_path / "snmpsim-bundled"
+    data.mkdir()
+    shutil.copy(DATA / "leaf9.snmprec", data / "leaf9.snmprec")
+    for name in ("linux-full-walk", "winxp-full-walk", "linksys-system"):
+        shutil.copy(bundled_recording(name), data / f"{name}.snmprec")
+    sim = SnmpSim(data, tmp_path / "snmpsim-bundled-cache").start()
     yield sim
     sim.stop()
 

@@ -14,6 +14,8 @@ from typing import Any
 import grpc
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
+from collectors.gnmi.recording import gnmi_service
+
 Script = Callable[[pb.SubscribeRequest, "ScriptedTarget"], Iterator[bytes]]
 
 
@@ -61,16 +63,7 @@ class ScriptedTarget:
 
     def start(self) -> ScriptedTarget:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        handlers = {
-            "Capabilities": grpc.unary_unary_rpc_method_handler(
-                self._capabilities, request_deserializer=pb.CapabilityRequest.FromString,
-                response_serializer=pb.CapabilityResponse.SerializeToString),
-            "Subscribe": grpc.stream_stream_rpc_method_handler(
-                self._subscribe, request_deserializer=pb.SubscribeRequest.FromString,
-                response_serializer=None),
-        }
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("gnmi.gNMI",
-                                                                               handlers),))
+        server.add_generic_rpc_handlers((gnmi_service(self._capabilities, self._subscribe),))
         bind = f"127.0.0.1:{self.port}"
         if self.tls is None:
             self.port = server.add_insecure_port(bind)
@@ -92,7 +85,7 @@ class ScriptedTarget:
 def notification(ts: int, updates: list[tuple[str, pb.TypedValue]], origin: str = "openconfig",
                  prefix: str = "", target: str = "", deletes: tuple[str, ...] = ()) -> bytes:
     """A serialized SubscribeResponse with one notification (paths in text form)."""
-    from collectors.gnmi.session import parse_path
+    from collectors.gnmi.subscription import parse_path
 
     n = pb.Notification(timestamp=ts, prefix=parse_path(prefix, origin=origin, target=target))
     for path, value in updates:

@@ -54,6 +54,14 @@ is_root = os.geteuid() == 0
 
 DATA = Path(__file__).parent / "data"
 SNMPSIM = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "snmpsim-command-responder"
+
+
+def bundled_recording(name: str) -> Path:
+    """A recording snmpsim ships (``linux-full-walk``, ``winxp-full-walk``, ``linksys-system``)."""
+    import snmpsim
+
+    return Path(snmpsim.__file__).parent / "data" / "recorded" / f"{name}.snmprec"
+
 V3_USER, V3_AUTH, V3_PRIV = "rocewatch", "authpass-9f2", "privpass-1c7"
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from collectors.gnmi.mapping import IGNORED, UNKNOWN, PathMapper, compile_template, split_path
-from collectors.gnmi.session import subscribe_requests
+from collectors.gnmi.subscription import subscribe_requests
 from collectors.profile import GnmiProfile, SnmpProfile, available, load_profile
 from pipeline.errors import ConfigError
 from pipeline.metrics import CATALOG

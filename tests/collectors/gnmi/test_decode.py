@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
+from collectors.clocks import DeviceClock
 from collectors.gnmi.decode import GnmiDecoder
 from collectors.gnmi.mapping import PathMapper
-from collectors.health import DeviceClock, ErrorTally, TargetHealth
+from collectors.health import ErrorTally, TargetHealth
 from collectors.profile import GnmiProfile, load_profile
-from pipeline.model import FLAG_RESET
 from pipeline.wire.samples import decode_batch, encode_batch
 from tests.collectors.gnmi_target import notification
 
@@ -143,18 +143,39 @@ def test_deletes_drop_expected_series_and_mark_ports_not_present() -> None:
     assert dec.health.expected == 1 and dec.health.deletes_total == 1
 
 
-def test_resets_are_flagged_per_series_across_batches() -> None:
+def test_a_falling_counter_is_passed_through_for_the_rate_rule() -> None:
     dec = decoder("openconfig")
     path = "/interfaces/interface[name=Ethernet{}]/state/counters/in-octets"
     for i, (a, b) in enumerate([(100, 5), (200, 6), (50, 7)]):
         dec.feed(notification(T0 + i, [(path.format(1), j(str(a))), (path.format(2), j(str(b)))]),
                  0.0)
-        if i == 1:
-            first = rows(dec)
-    assert not any(r[6] & FLAG_RESET for r in first)
-    last = rows(dec)
-    assert [(r[2], bool(r[6] & FLAG_RESET)) for r in last] == [("Ethernet1", True),
-                                                              ("Ethernet2", False)]
+    assert [(r[2], r[5], r[6]) for r in rows(dec)] == [
+        ("Ethernet1", 100, 0), ("Ethernet2", 5, 0), ("Ethernet1", 200, 0), ("Ethernet2", 6, 0),
+        ("Ethernet1", 50, 0), ("Ethernet2", 7, 0)]
+
+
+def test_a_reconnected_streams_initial_repeat_of_the_last_interval_is_dropped() -> None:
+    """The first update of a new subscription right after an outage would add an interval of a
+    fraction of the cadence; status values of the same initial set are the state now, kept."""
+    dec = decoder("openconfig")
+    counter = "/interfaces/interface[name=Ethernet1]/state/counters/in-octets"
+    status = "/interfaces/interface[name=Ethernet1]/state/oper-status"
+    s = 1_000_000_000
+    dec.begin_session()
+    dec.feed(notification(T0, [(counter, j("10"))]), 0.0, initial=True)  # first session: kept
+    dec.feed(notification(T0 + s, [(counter, j("20"))]), 1.0)
+    dec.begin_session()  # reconnected 0.3 s after the last sample
+    dec.feed(notification(T0 + 13 * s // 10, [(counter, j("23")), (status, j("DOWN"))]), 1.3,
+             initial=True)
+    dec.feed(notification(T0 + 23 * s // 10, [(counter, j("33"))]), 2.3)
+    dec.begin_session()  # reconnected a whole interval later: the initial value is news
+    dec.feed(notification(T0 + 33 * s // 10 + s, [(counter, j("53"))]), 4.3, initial=True)
+    got = [(r[0], r[3], r[5]) for r in rows(dec)]
+    assert got == [(T0, "if_in_octets", 10), (T0 + s, "if_in_octets", 20),
+                   (T0 + 13 * s // 10, "if_oper_status", 2),
+                   (T0 + 23 * s // 10, "if_in_octets", 33),
+                   (T0 + 43 * s // 10, "if_in_octets", 53)]
+    assert dec.repeats_dropped == 1
 
 
 def test_shared_mapper_keeps_devices_apart() -> None:
