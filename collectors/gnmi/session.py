@@ -12,8 +12,9 @@ subscription when the client half-closes).
 A session ends when a stream fails, the target closes it, or it stays silent for the idle timeout
 (the collector's ticker calls :meth:`GnmiSession.check_idle`); it then reconnects under the retry
 policy (:mod:`pipeline.retry`: exponential backoff, full jitter). A session that brought data
-starts the next streak afresh, and its first delay is at most half a sample interval, so a stream
-the target restarts is back before its next sample is due.
+starts the next streak afresh, and its first delay is at most a tenth of a sample interval; a
+stream the target ended (OK status) is subscribed again on the same connection (no new handshake,
+no Capabilities), so a restarted stream is back before its next sample is due.
 
 Memory per target is bounded: a session stops reading while its decoder holds more than
 ``max_buffered`` rows not yet taken (gRPC's flow control then holds the target back), and
@@ -58,7 +59,7 @@ RECONNECT = RetryPolicy(initial_s=0.5, cap_s=30.0)
 @dataclass(frozen=True)
 class SessionOptions:
     connect_timeout_s: float = 5.0
-    #: reconnecting after a session ends (its first delay is capped at half an interval)
+    #: reconnecting after a session ends (its first delay is capped at a tenth of an interval)
     reconnect: RetryPolicy = RECONNECT
     #: a stream silent for this many sample intervals (wall time) is torn down and reopened,
     idle_intervals: float = 10.0
@@ -87,7 +88,7 @@ class GnmiSession:
         self.env = env
         self.options = options
         self.gate = gate
-        first = min(options.reconnect.initial_s, max(health.interval_wall / 2, 0.01))
+        first = min(options.reconnect.initial_s, max(health.interval_wall / 10, 0.005))
         self.policy = RetryPolicy(initial_s=first,
                                   cap_s=max(options.reconnect.cap_s, first),
                                   reset_after_s=options.reconnect.reset_after_s)
@@ -101,26 +102,27 @@ class GnmiSession:
 
     async def run(self, stopping: asyncio.Event) -> None:
         backoff = Backoff(self.policy)
+        channel: grpc.aio.Channel | None = None
+        secrets: Any = None
+        encoding: str = self.profile.encoding
         while not stopping.is_set():
-            got_data = False
-            channel: grpc.aio.Channel | None = None
-            connecting = True
+            samples = self.health.samples_total
+            connecting = channel is None
+            keep = False
             try:
-                await self.gate.acquire()
-                try:
-                    if stopping.is_set():
+                if channel is None:
+                    channel, secrets, encoding = await self._connect(stopping)
+                    if channel is None:
                         return
-                    secrets = resolve_secrets(self.target, self.env)
-                    channel = open_channel(self.target, self.options.keepalive_s)
-                    offered = await capabilities(channel, secrets,
-                                                 self.options.connect_timeout_s)
-                    encoding = pick_encoding(self.target.name, self.profile.encoding, offered)
-                finally:
-                    self.gate.release()
                 connecting = False
-                got_data = await self._stream(channel, secrets, encoding, stopping)
+                await self._stream(channel, secrets, encoding, stopping)
             except asyncio.CancelledError:
                 raise
+            except _Ended as exc:
+                # the target ended the subscription, not the connection: subscribe again on it
+                keep = True
+                self.health.last_error = str(exc)
+                self.tally.record(self.health, "stream_lost", str(exc))
             except ConfigError as exc:
                 self.health.last_error = str(exc)
                 self.tally.record(self.health, "config", str(exc))
@@ -137,12 +139,13 @@ class GnmiSession:
             finally:
                 self.health.session_ended()
                 self._calls = []
-                if channel is not None:
+                if channel is not None and (not keep or stopping.is_set()):
                     await channel.close(grace=None)
+                    channel = None
             if stopping.is_set():
                 break
-            if got_data:
-                backoff.succeed()
+            if self.health.samples_total > samples:
+                backoff.succeed()  # it worked: a restart is not a failure streak
             delay = backoff.fail()
             if delay is None:
                 break
@@ -150,6 +153,29 @@ class GnmiSession:
                 await asyncio.wait_for(stopping.wait(), timeout=delay)
             except TimeoutError:
                 continue
+        if channel is not None:
+            await channel.close(grace=None)
+
+    async def _connect(self, stopping: asyncio.Event
+                       ) -> tuple[grpc.aio.Channel | None, Any, str]:
+        """A new channel through the connect gate, Capabilities answered: ``(channel, secrets,
+        encoding)``, or no channel when the collector stopped while waiting its turn."""
+        await self.gate.acquire()
+        channel: grpc.aio.Channel | None = None
+        try:
+            if stopping.is_set():
+                return None, None, ""
+            secrets = resolve_secrets(self.target, self.env)
+            channel = open_channel(self.target, self.options.keepalive_s)
+            offered = await capabilities(channel, secrets, self.options.connect_timeout_s)
+            encoding = pick_encoding(self.target.name, self.profile.encoding, offered)
+            return channel, secrets, encoding
+        except BaseException:
+            if channel is not None:
+                await channel.close(grace=None)
+            raise
+        finally:
+            self.gate.release()
 
     def check_idle(self, wall: float) -> None:
         """Tear the streams down if they have been silent too long (a hung target)."""

@@ -104,3 +104,36 @@ def hold(target: ScriptedTarget, released: threading.Event | None = None) -> Ite
         time.sleep(0.05)
     return
     yield b""
+
+
+class ReplayThread:
+    """A :class:`collectors.gnmi.replay.PacedReplay` on an event loop of its own thread."""
+
+    def __init__(self, replay: Any) -> None:
+        import asyncio
+
+        self.replay = replay
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def _call(self, coro: Any) -> Any:
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def start(self) -> ReplayThread:
+        self._thread.start()
+        self._call(self.replay.start())
+        return self
+
+    def drop_all(self) -> float:
+        """End every stream now; returns the monotonic time of the drop."""
+        at = time.monotonic()
+        self.loop.call_soon_threadsafe(self.replay.drop_all)
+        return at
+
+    def stop(self) -> None:
+        self._call(self.replay.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
