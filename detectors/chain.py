@@ -21,6 +21,7 @@ from detectors.ports import PortIndex
 from detectors.series import SeriesIndex
 from detectors.settings import DetectionSettings
 from pipeline.config import PluginSpec
+from pipeline.maintenance import MaintenanceBook
 from pipeline.model import Alert, SampleBatch
 from pipeline.rates.state import RateState
 from pipeline.registry import Registry
@@ -90,6 +91,9 @@ class DetectionChain:
                                                                                  topology)
         self.correlator = Correlator(topology, settings.correlator)
         self.book = AlertBook(settings.update_every_s)
+        #: what remediation holds in maintenance (an input, like the topology): what it causes
+        #: is restated as expected, never a root cause (pipeline.maintenance)
+        self.maintenance = MaintenanceBook()
         self.now_ns = 0
         self.stats = ChainStats()
 
@@ -127,7 +131,7 @@ class DetectionChain:
         for detector in self.detectors:
             symptoms.extend(detector.observe(frame, frame.now_ns))
         self.stats.symptoms = len(symptoms)
-        alerts = self.correlator.correlate(symptoms, frame)
+        alerts = self.maintenance.restate(self.correlator.correlate(symptoms, frame))
         self.stats.incidents = sum(1 for a in alerts if a.root_cause)
         return self.book.reconcile(alerts, frame.now_ns)
 
@@ -135,4 +139,5 @@ class DetectionChain:
         return {"now_ns": self.now_ns, "chain": self.stats.__dict__.copy(),
                 "rates": self.rates.stats.__dict__.copy(),
                 "alerts": dict(self.book.counts), "ports": self.names.n_ports,
+                "maintenance": len(self.maintenance),
                 "series": self.names.n_series}

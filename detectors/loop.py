@@ -5,7 +5,9 @@ a whole message or some of its rows, goes to the dead-letter topic under the wir
 :mod:`pipeline.wire.deadletter`, and never stops the loop), feeds what one poll returned through
 :class:`~detectors.chain.DetectionChain` as one step, publishes the alert state changes to the
 alerts topic (:mod:`pipeline.wire.alerts`), and only then, its dead letters flushed, commits. The
-topology comes from the stage context; event time comes from the samples.
+topology comes from the stage context; event time comes from the samples. Maintenance (what
+remediation holds drained or isolated, :mod:`pipeline.maintenance`) comes from the actions topic
+(group ``<group>-maintenance``): an input like the topology, read before each step's samples.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from typing import Any, Protocol
 from detectors.chain import DetectionChain
 from detectors.settings import DetectionSettings
 from pipeline.bus.base import Consumer, Message, Producer, Topics
+from pipeline.errors import DecodeError
 from pipeline.model import Alert, SampleBatch
 from pipeline.stage import CoreSettings, StageContext
+from pipeline.wire.actions import decode_actions
 from pipeline.wire.alerts import encode_alerts
 from pipeline.wire.deadletter import DeadLetter, DeadLetters
 from pipeline.wire.samples import decode_samples
@@ -41,14 +45,18 @@ class EngineStats:
     undecodable: int = 0
     published: int = 0
     last_step_s: float = 0.0
+    maintenance_records: int = 0
 
 
 class Engine:
     """One detect consumer and its chain."""
 
     def __init__(self, consumer: Consumer, producer: Producer, topics: Topics,
-                 chain: DetectionChain, max_records: int = 2000, group: str = "detect") -> None:
+                 chain: DetectionChain, max_records: int = 2000, group: str = "detect",
+                 maintenance: Consumer | None = None) -> None:
         self.consumer = consumer
+        #: the actions topic, for remediation's maintenance records (pipeline.maintenance)
+        self.maintenance = maintenance
         self.producer = producer
         self.topics = topics
         self.chain = chain
@@ -66,6 +74,7 @@ class Engine:
 
     def step(self, timeout_s: float = 0.5) -> int:
         """One poll → detect → publish → commit; returns the messages handled."""
+        self.learn_maintenance()
         msgs = self.consumer.poll(timeout_s=timeout_s, max_records=self.max_records)
         if not msgs:
             return 0
@@ -78,6 +87,23 @@ class Engine:
         self.stats.messages += len(msgs)
         self.stats.last_step_s = time.perf_counter() - t0
         return len(msgs)
+
+    def learn_maintenance(self) -> None:
+        """Maintenance records reach the chain before the samples that show what it causes
+        (remediation publishes them before it touches the fabric). Unreadable action messages
+        are ingest's to park; they are only counted here."""
+        if self.maintenance is None:
+            return
+        msgs = self.maintenance.poll(timeout_s=0.0, max_records=1000)
+        for msg in msgs:
+            try:
+                results = decode_actions(msg.value).items
+            except DecodeError:
+                self.chain.maintenance.bad += 1
+                continue
+            self.stats.maintenance_records += self.chain.maintenance.apply_results(results)
+        if msgs:
+            self.maintenance.commit()
 
     def publish(self, changes: list[Alert]) -> None:
         if not changes:
@@ -92,6 +118,8 @@ class Engine:
 
     def close(self) -> None:
         self.consumer.close()
+        if self.maintenance is not None:
+            self.maintenance.close()
         self.producer.close()
 
 
@@ -101,7 +129,9 @@ def run(ctx: StageContext[WithDetection], stop: threading.Event) -> None:
     ctx.bus.ensure_topics(ctx.topics.all())
     chain = DetectionChain(settings, ctx.topology)
     engine = Engine(ctx.bus.consumer([ctx.topics.samples], settings.group), ctx.bus.producer(),
-                    ctx.topics, chain, group=settings.group)
+                    ctx.topics, chain, group=settings.group,
+                    maintenance=ctx.bus.consumer([ctx.topics.actions],
+                                                 f"{settings.group}-maintenance"))
     ctx.health["detect"] = engine.health
     try:
         while not stop.is_set():

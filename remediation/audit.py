@@ -28,6 +28,8 @@ class Recorder:
         self._lock = threading.Lock()
         self.recent: deque[ActionResult] = deque(maxlen=keep)
         self.total = 0
+        #: records other than notifications: what changes the state worth saving
+        self.changes = 0
         self.failures = 0
 
     def record(self, results: ActionResult | Iterable[ActionResult]) -> None:
@@ -35,6 +37,7 @@ class Recorder:
         with self._lock:
             self.recent.extend(batch)
             self.total += len(batch)
+            self.changes += sum(1 for r in batch if r.action != "notify")
             if self._producer is None:
                 return
             for result in batch:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.bus.base import Bus, Message, Topics
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, RemediationError
 from pipeline.model import ActionOutcome, ActionResult, Alert
 from pipeline.topology.model import Topology
 from pipeline.wire.alerts import decode_alerts, encode_alerts
@@ -38,6 +38,7 @@ from remediation.drains.runbook import Drainer
 from remediation.drains.switch import SwitchControl
 from remediation.drains.te import HttpTe, TeController
 from remediation.drains.telemetry import LinkTelemetry
+from remediation.maintenance import MaintenanceDesk
 from remediation.receivers.base import Receiver
 from remediation.scheduler import Heartbeat
 from remediation.settings import RemediationSettings
@@ -56,6 +57,7 @@ class RouterStats:
     bad_commands: int = 0
     sample_batches: int = 0
     bad_samples: int = 0
+    te_watch_failures: int = 0
 
 
 def lab_te_url(agents_file: str) -> str:
@@ -81,8 +83,10 @@ class Remediation:
         self.clock = clock or EventClock(settings.clock.time, settings.clock.idle_after)
         self.producer = bus.producer()
         self.recorder = Recorder(self.producer, topics.actions)
+        self.maintenance = MaintenanceDesk(self.recorder.record)
         self.alerting = Alerting(settings, receivers if receivers is not None
-                                 else build_receivers(settings.receivers, site), self.recorder)
+                                 else build_receivers(settings.receivers, site), self.recorder,
+                                 maintained=lambda a: self.maintenance.muting(a) is not None)
         self.telemetry = LinkTelemetry()
         self.switches = switches if switches is not None else self._switches()
         te_url = settings.te_controller or lab_te_url(settings.gnmi.lab_agents_file)
@@ -95,6 +99,8 @@ class Remediation:
         self.stats = RouterStats()
         self._seen_commands: dict[str, None] = {}
         self._saved_at = -1
+        #: the watermark the runbook job was last woken for
+        self._woken_ns = 0
         self._state = state.load(settings.state_path) if settings.state_path else {}
         if self._state:
             state.restore(self._state, None, self.alerting.silences)
@@ -120,11 +126,13 @@ class Remediation:
             return
         self.topology = topology
         self.drainer = Drainer(self.settings, topology, self.switches, self.te, self.telemetry,
-                               self.recorder, self.alerting.silences, page=self.page)
+                               self.recorder, self.maintenance, page=self.page)
         if self._state:
             state.restore({k: v for k, v in self._state.items() if k != "silences"},
                           self.drainer, self.alerting.silences)
-            self.drainer.page_halt(self.clock.now_ns())
+            now = self.clock.now_ns()
+            self.maintenance.restored(self.drainer.active, now)
+            self.drainer.page_halt(now)
 
     # -- bus input -----------------------------------------------------------------------------
 
@@ -147,6 +155,17 @@ class Remediation:
             self._samples_in.commit()
         return len(msgs) + len(batches)
 
+    def _advance(self, event_ns: int) -> None:
+        """Event time moves to ``event_ns``: what came due before it is done first, on event
+        time, not a heartbeat later (however far behind the wall clock this process runs):
+        groups flush at their due times, and the runbook job is woken (timeouts, confirmations
+        and soaks are on event time)."""
+        if event_ns > self._woken_ns:
+            self._woken_ns = event_ns
+            self.alerting.advance(event_ns)
+            self.heartbeat.wake("runbooks")
+        self.clock.observe(event_ns)  # also: data arrived (the clock is not idle)
+
     def on_alerts_message(self, msg: Message) -> None:
         decoded = self.letters.read_items(msg, decode_alerts)
         self.stats.alert_messages += 1
@@ -158,12 +177,12 @@ class Remediation:
         self.stats.bad_alerts += decoded.bad_count
         if not alerts:
             return
-        for alert in alerts:
-            self.clock.observe(alert.updated_ns)
+        self._advance(max(alert.updated_ns for alert in alerts))
         now = self.clock.now_ns()
         notify = alerts if self.settings.notify == "all" else [a for a in alerts if a.root_cause]
         self.alerting.ingest(notify, now)
         self.inbox.put(("alerts", alerts, now))
+        self.heartbeat.wake("runbooks")
 
     def on_samples_message(self, msg: Message) -> None:
         decoded = self.telemetry_letters.read_items(msg, decode_samples)
@@ -173,7 +192,7 @@ class Remediation:
         batch = decoded.items
         self.stats.sample_batches += 1
         if len(batch):
-            self.clock.observe(int(batch.ts_ns.max()))
+            self._advance(int(batch.ts_ns.max()))
             self.telemetry.observe(batch)
 
     def on_command_message(self, msg: Message) -> None:
@@ -196,6 +215,7 @@ class Remediation:
             self.recorder.record(self._silence_command(command, now))
         else:
             self.inbox.put(("command", command, now))
+            self.heartbeat.wake("runbooks")
 
     def _silence_command(self, command: Silence | ExpireSilence, now: int) -> ActionResult:
         outcome: ActionOutcome
@@ -240,6 +260,8 @@ class Remediation:
                 continue
             if kind == "alerts":
                 self.drainer.on_alerts(item, at)
+            elif kind == "te_state":
+                self.maintenance.on_te_state(item, self.drainer.topology, at)
             else:
                 self.recorder.record(self.drainer.on_command(item, at))
         if self.drainer is not None:
@@ -255,8 +277,25 @@ class Remediation:
     def housekeeping(self) -> None:
         self.alerting.gc(self.clock.now_ns())
 
+    def te_watch(self) -> None:
+        """Ask the TE controller what it holds drained; the runbook job takes the answer."""
+        if self.te is None:
+            return
+        try:
+            drained = self.te.drains()
+        except RemediationError as exc:  # TeRetryLater included: the next watch asks again
+            self.stats.te_watch_failures += 1
+            if self.stats.te_watch_failures in (1, 10, 100) or \
+                    self.stats.te_watch_failures % 1000 == 0:
+                log.warning("cannot ask the TE controller what it holds drained (%d times so "
+                            "far): %s", self.stats.te_watch_failures, exc)
+            return
+        self.inbox.put(("te_state", drained, self.clock.now_ns()))
+        self.heartbeat.wake("runbooks")
+
     def save(self) -> None:
-        count = self.recorder.total
+        """Snapshot the state when something other than a notification was recorded."""
+        count = self.recorder.changes
         if not self.settings.state_path or count == self._saved_at:
             return
         state.save(self.settings.state_path, state.snapshot(self.drainer, self.alerting.silences))
@@ -269,6 +308,8 @@ class Remediation:
         self.heartbeat.every("alerts", tick, self.alerts_tick)
         self.heartbeat.every("runbooks", tick, self.runbooks_tick)
         self.heartbeat.every("housekeeping", 30.0, self.housekeeping)
+        if self.te is not None and self.settings.te.watch > 0:
+            self.heartbeat.every("te_watch", self.settings.te.watch, self.te_watch)
         self.heartbeat.start()
         try:
             while not stop.is_set():
@@ -283,9 +324,11 @@ class Remediation:
                                  TELEMETRY_GROUP: asdict(self.telemetry_letters.stats)},
                 "watermark_ns": self.clock.watermark_ns,
                 "runs_active": {t: str(r.phase) for t, r in d.active.items()} if d else {},
-                "halted": d.halted if d else None, "audit_publish_failures":
+                "halted": d.halted if d else None,
+                "maintenance": [m.describe() for m in self.maintenance.open()],
+                "audit_publish_failures":
                     self.recorder.failures, "jobs": dict(self.heartbeat.runs),
-                "job_errors": dict(self.heartbeat.errors)}
+                "job_errors": dict(self.heartbeat.errors), "heartbeat": self.heartbeat.stats()}
 
     def close(self) -> None:
         self.heartbeat.stop()

@@ -137,6 +137,9 @@ class TeSettings(Strict):
     timeout: Duration = 5.0
     token: SecretStr = SecretStr("")
     attempts: int = Field(3, ge=1)
+    #: how often (wall time) to ask the controller which links it holds drained, so a link
+    #: someone drained there is in maintenance here too; 0: never
+    watch: Duration = Field(5.0, ge=0)
 
 
 class GnmiSettings(Strict):

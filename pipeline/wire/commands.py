@@ -1,6 +1,7 @@
 """Commands people give remediation (a core message type: the API publishes them on the commands
 topic, remediation applies them): approve or reject a pending runbook,
-record a repair, add or expire a silence, resume automation after a halt.
+record a repair, drain a link (or isolate a host) for maintenance, add or expire a silence,
+resume automation after a halt.
 
 One JSON object per message (``kind`` says which), keyed by ``target`` when there is one. The UI
 publishes them; the router applies them on event time and answers each with an audit record
@@ -68,6 +69,14 @@ class Repair(_Command):
     action: str = Field(min_length=1, max_length=200)
 
 
+class Drain(_Command):
+    """Drain a fabric link (or isolate a host) for maintenance: remediation's runbook runs it
+    at once, as if approved (its guards still apply); a ``repair`` command brings it back."""
+
+    kind: Literal["drain"] = "drain"
+    target: str = Field(min_length=1)
+
+
 class Silence(_Command):
     """Mute notifications of alerts matching every matcher, from ``starts_ns`` (0: now) to
     ``ends_ns`` (event time, ns)."""
@@ -99,7 +108,7 @@ class Resume(_Command):
     kind: Literal["resume"] = "resume"
 
 
-Command = Annotated[Approve | Reject | Repair | Silence | ExpireSilence | Resume,
+Command = Annotated[Approve | Reject | Repair | Drain | Silence | ExpireSilence | Resume,
                     Field(discriminator="kind")]
 _ADAPTER: TypeAdapter[Command] = TypeAdapter(Command)
 

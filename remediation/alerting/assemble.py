@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pipeline.config import PluginSpec
@@ -45,13 +45,14 @@ def build_receivers(specs: Iterable[PluginSpec], site: str = "") -> dict[str, Re
 class Alerting:
     def __init__(self, settings: RemediationSettings, receivers: dict[str, Receiver],
                  recorder: Recorder, silences: Silences | None = None, workers: int = 4,
-                 sleep: Any = None) -> None:
-        self.silences = silences or Silences()
+                 sleep: Any = None, maintained: Callable[[Alert], bool] | None = None) -> None:
+        self.silences = silences if silences is not None else Silences()
         for s in settings.silences:
             self.silences.add(s.matchers, s.starts_at, s.ends_at, s.created_by, s.comment)
         route = build_routes(settings.route, list(receivers))
         self.dispatcher = Dispatcher(route, Inhibitor(settings.inhibit_rules), self.silences,
-                                     {name: r.caps for name, r in receivers.items()})
+                                     {name: r.caps for name, r in receivers.items()},
+                                     maintained)
         self.deliverer = Deliverer(receivers, recorder, on_failed=self._failed, workers=workers,
                                    sleep=sleep)
         self._lock = threading.RLock()
@@ -61,6 +62,23 @@ class Alerting:
             self.dispatcher.ingest(alerts, now_ns)
             due = self.dispatcher.flush_due(now_ns)
         self._send(due)
+
+    def due(self, now_ns: int) -> bool:
+        """Whether a group's flush has come (cheap: the dispatcher keeps them in order)."""
+        with self._lock:
+            nxt = self.dispatcher.next_due_ns()
+        return nxt is not None and nxt <= now_ns
+
+    def advance(self, to_ns: int) -> None:
+        """Event time is about to reach ``to_ns``: flush every group that comes due before, each
+        at its own due time, as a remediation that kept up with every sample would have."""
+        while True:
+            with self._lock:
+                nxt = self.dispatcher.next_due_ns()
+                if nxt is None or nxt > to_ns:
+                    return
+                due = self.dispatcher.flush_due(nxt)
+            self._send(due)
 
     def tick(self, now_ns: int) -> None:
         with self._lock:
@@ -99,6 +117,9 @@ class Alerting:
             return {"alerts_held": len(d.alerts), "groups": len(d.groups),
                     "alerts_received": d.stats.received, "stale": d.stats.stale,
                     "notifications": d.stats.notifications,
+                    "muted": {"silenced": d.stats.muted_silenced,
+                              "inhibited": d.stats.muted_inhibited,
+                              "maintenance": d.stats.muted_maintenance},
                     "silences": len(self.silences.all())}
 
     def close(self) -> None:

@@ -1,13 +1,14 @@
 """The alert lifecycle on event time: Alertmanager's dispatcher and notification log.
 
 Alerts arrive as state changes; each is routed to aggregation groups (route × group labels). A
-group flushes ``group_wait`` after its first alert (at once if the alert is older than that), then
-every ``group_interval``. At a flush, muted alerts (silenced, inhibited) are left out, and each of
-the route's receivers is notified only when its notification log says so (Alertmanager's
-``needsUpdate``): a firing alert it has not been told about, a newly resolved one (when it takes
-resolved notices), everything resolved, or ``repeat_interval`` elapsed. An alert that fires and
-resolves inside ``group_wait`` sends nothing. Resolved alerts leave their groups after the flush
-that reported them; empty groups are dropped.
+group flushes ``group_wait`` after its first alert (at once, before its first flush, if an alert is
+older than that), then every ``group_interval``. At a flush, muted alerts (silenced, in
+maintenance, inhibited) are left out, and each of the route's receivers is notified only when its
+notification log says so (Alertmanager's ``needsUpdate``): a firing alert it has not been told
+about, a newly resolved one (when it takes resolved notices), everything resolved, or
+``repeat_interval`` elapsed. An alert
+that fires and resolves inside ``group_wait`` sends nothing. Resolved alerts leave their groups
+after the flush that reported them; empty groups are dropped.
 
 Everything here is pure: the caller passes event time in. A receiver may ask for re-sends sooner
 than the route's repeat (Alertmanager's API wants firing alerts re-posted before ``endsAt``):
@@ -16,7 +17,8 @@ its ``max_repeat_s`` caps both the repeat and the group's flush interval.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import heapq
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pipeline.model import Alert
@@ -54,6 +56,8 @@ class _Group:
     next_flush_ns: int
     alerts: dict[str, Alert] = field(default_factory=dict)
     log: dict[str, _LogEntry] = field(default_factory=dict)
+    #: it flushed once: from then on it keeps its group_interval (Alertmanager's hasFlushed)
+    flushed: bool = False
 
 
 @dataclass
@@ -63,19 +67,25 @@ class DispatchStats:
     notifications: int = 0
     muted_silenced: int = 0
     muted_inhibited: int = 0
+    muted_maintenance: int = 0
 
 
 class Dispatcher:
     def __init__(self, root: Route, inhibitor: Inhibitor, silences: Silences,
-                 receivers: Mapping[str, ReceiverCaps]) -> None:
+                 receivers: Mapping[str, ReceiverCaps],
+                 maintained: Callable[[Alert], bool] | None = None) -> None:
         self.root = root
         self.inhibitor = inhibitor
         self.silences = silences
+        #: whether a maintenance mutes an alert (what a drain caused pages nobody)
+        self.maintained = maintained
         self.receivers = dict(receivers)
         self.alerts: dict[str, Alert] = {}
         self.groups: dict[str, _Group] = {}
         #: fingerprint → keys of the groups holding it
         self._member: dict[str, set[str]] = {}
+        #: (next flush, group key), a min-heap; entries a later change made stale are skipped
+        self._due: list[tuple[int, str]] = []
         self.stats = DispatchStats()
 
     # -- input ---------------------------------------------------------------------------------
@@ -94,6 +104,13 @@ class Dispatcher:
         if previous is None and not self._firing(alert, now_ns):
             return  # resolved before we ever saw it fire: nobody was told, nobody needs to be
         self.alerts[fp] = alert
+        member = self._member.get(fp)
+        if member and previous is not None and previous.severity == alert.severity and \
+                previous.root_cause == alert.root_cause:
+            # a re-publication with the same routing labels: the same groups, nothing to route
+            for gkey in member:
+                self.groups[gkey].alerts[fp] = alert
+            return
         labels = match_labels(alert)
         member = self._member.setdefault(fp, set())
         for route in self.root.match(labels):
@@ -102,9 +119,12 @@ class Dispatcher:
             if group is None:
                 group = self._new_group(route, gkey, labels, now_ns)
                 self.groups[gkey] = group
+                heapq.heappush(self._due, (group.next_flush_ns, gkey))
             member.add(gkey)
-            if alert.starts_ns + int(route.group_wait_s * NS) <= now_ns:
-                group.next_flush_ns = min(group.next_flush_ns, now_ns)
+            if not group.flushed and \
+                    alert.starts_ns + int(route.group_wait_s * NS) <= now_ns < group.next_flush_ns:
+                group.next_flush_ns = now_ns
+                heapq.heappush(self._due, (now_ns, gkey))
         for gkey in member:  # an alert stays in groups its severity took it out of
             self.groups[gkey].alerts[fp] = alert
 
@@ -121,13 +141,24 @@ class Dispatcher:
 
     # -- time ----------------------------------------------------------------------------------
 
+    def _current(self, entry: tuple[int, str]) -> bool:
+        group = self.groups.get(entry[1])
+        return group is not None and group.next_flush_ns == entry[0]
+
     def next_due_ns(self) -> int | None:
-        return min((g.next_flush_ns for g in self.groups.values()), default=None)
+        """When the next group flushes (None: no group)."""
+        while self._due and not self._current(self._due[0]):
+            heapq.heappop(self._due)
+        return self._due[0][0] if self._due else None
 
     def flush_due(self, now_ns: int) -> list[Notification]:
         """Flush every group whose time has come; the notifications to deliver."""
         out: list[Notification] = []
-        due = [k for k, g in self.groups.items() if g.next_flush_ns <= now_ns]
+        due: dict[str, None] = {}
+        while self._due and self._due[0][0] <= now_ns:
+            entry = heapq.heappop(self._due)
+            if self._current(entry):
+                due[entry[1]] = None
         if not due:
             return out
         inhibition = self.inhibitor.snapshot(self.firing(now_ns))
@@ -165,8 +196,10 @@ class Dispatcher:
             if not member:
                 self._member.pop(fp, None)
                 self.alerts.pop(fp, None)
+        group.flushed = True
         if group.alerts:
             group.next_flush_ns = now_ns + group.interval_ns
+            heapq.heappush(self._due, (group.next_flush_ns, group.key))
         else:
             del self.groups[group.key]
         return out
@@ -202,8 +235,11 @@ class Dispatcher:
         return {fp: a for fp, a in self.alerts.items() if self._firing(a, now_ns)}
 
     def _muted(self, fp: str, alert: Alert, inhibition: Inhibition, now_ns: int) -> bool:
-        if self.silences.mutes(match_labels(alert), now_ns):
+        if self.silences and self.silences.mutes(match_labels(alert), now_ns):
             self.stats.muted_silenced += 1
+            return True
+        if self.maintained is not None and self.maintained(alert):
+            self.stats.muted_maintenance += 1
             return True
         if self._firing(alert, now_ns) and inhibition.inhibited_by(alert, fp):
             self.stats.muted_inhibited += 1

@@ -86,6 +86,9 @@ class Silences:
     def mutes(self, labels: Mapping[str, str], at_ns: int) -> bool:
         return any(s.mutes(labels, at_ns) for s in self._by_id.values())
 
+    def __len__(self) -> int:
+        return len(self._by_id)
+
     def gc(self, at_ns: int) -> None:
         for sid in [s.id for s in self._by_id.values() if s.ends_ns + self.retain_ns < at_ns]:
             del self._by_id[sid]

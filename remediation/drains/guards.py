@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pipeline.errors import GuardRefused
 from pipeline.kinds import FAULTY_LINK, LINK_FLAP, PFC_STORM
-from pipeline.model import Alert
+from pipeline.model import Alert, Severity
 from pipeline.topology.model import Link, Port, Topology
 from remediation.settings import GuardSettings
 
@@ -28,6 +28,8 @@ TRANSIENT = frozenset({"one_at_a_time", "rate_limit", "cooldown", "connectivity"
                        "capacity_leaf", "capacity_spine", "blast_radius", "halted"})
 #: incident kind → runbook; every other kind is notify-only
 RUNBOOK_FOR: dict[str, Runbook] = {FAULTY_LINK: "drain", LINK_FLAP: "drain", PFC_STORM: "isolate"}
+#: the name a person's drain request goes by in a run's records
+REQUEST = "drain_request"
 NS = 1_000_000_000
 HOUR_NS = 3600 * NS
 
@@ -37,7 +39,11 @@ class Proposal:
     runbook: Runbook
     target: str
     ports: tuple[Port, ...]
+    #: the incident that calls for it; for a person's request, the request itself (never
+    #: published: see :func:`requested`)
     alert: Alert
+    #: who asked, when a person did (a ``drain`` command); "" for an incident's proposal
+    requested_by: str = ""
 
 
 @dataclass
@@ -70,6 +76,24 @@ def propose(alert: Alert, topology: Topology) -> Proposal | None:
     return None
 
 
+def requested(target: str, by: str, comment: str, topology: Topology,
+              now_ns: int) -> Proposal | None:
+    """A person's ``drain`` command as a proposal: a fabric link is drained, a host isolated
+    (None: the target is neither). Its ``alert`` stands for the request (:data:`REQUEST`, never
+    published), so the run's records say what was asked, by whom, and when."""
+    request = Alert(name=REQUEST, entity=target, severity=Severity.INFO, root_cause=False,
+                    annotations={"summary": comment or f"drain requested by {by}",
+                                 "requested_by": by},
+                    starts_ns=now_ns, updated_ns=now_ns, source="operator")
+    link = topology.link_by_id.get(target)
+    if link is not None:
+        return Proposal("drain", target, link.ends(), request, requested_by=by)
+    host = topology.host_by_name.get(target)
+    if host is not None:
+        return Proposal("isolate", target, (host.port,), request, requested_by=by)
+    return None
+
+
 class Guards:
     def __init__(self, settings: GuardSettings, topology: Topology) -> None:
         self.s = settings
@@ -98,12 +122,15 @@ class Guards:
                                "a person must send a resume command")
         ok("halted", "automation is running")
         alert = proposal.alert
-        if not alert.root_cause or not alert.firing:
+        if proposal.requested_by:
+            ok("incident", f"requested by {proposal.requested_by}")
+        elif not alert.root_cause or not alert.firing:
             raise GuardRefused("incident", "only a firing root-cause incident may start a runbook")
-        if alert.confidence < s.min_confidence:
+        elif alert.confidence < s.min_confidence:
             raise GuardRefused("incident", f"confidence {alert.confidence:.2f} is below "
                                f"{s.min_confidence:.2f}")
-        ok("incident", f"{alert.name} on {alert.entity}, confidence {alert.confidence:.2f}")
+        else:
+            ok("incident", f"{alert.name} on {alert.entity}, confidence {alert.confidence:.2f}")
         self._target_shape(proposal)
         ok("target", f"{proposal.runbook} {proposal.target} on "
            f"{', '.join(map(str, proposal.ports))}")

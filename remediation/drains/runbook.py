@@ -22,39 +22,48 @@ from pipeline.errors import GuardRefused
 from pipeline.kinds import LINK_INCIDENTS
 from pipeline.model import ActionOutcome, ActionResult, Alert, Severity
 from pipeline.topology.model import Topology
-from pipeline.wire.commands import Approve, Command, Reject, Repair, Resume
-from remediation.alerting.silences import Silences
+from pipeline.wire.commands import Approve, Command, Drain, Reject, Repair, Resume
 from remediation.audit import Recorder
-from remediation.drains.guards import RUNBOOK_FOR, TRANSIENT, FabricState, Guards, Proposal, propose
+from remediation.drains.guards import (
+    RUNBOOK_FOR,
+    TRANSIENT,
+    FabricState,
+    Guards,
+    Proposal,
+    propose,
+    requested,
+)
 from remediation.drains.runs import HOLDING, TOUCHING, Phase, Run, run_id
 from remediation.drains.steps import Steps
 from remediation.drains.switch import SwitchControl
 from remediation.drains.te import TeController
 from remediation.drains.telemetry import LinkTelemetry
+from remediation.maintenance import MaintenanceDesk
 from remediation.settings import RemediationSettings, most_cautious
 
 NS = 1_000_000_000
 HALT_ALERT = "remediation_halted"
-SILENCE_NS = 365 * 24 * 3600 * NS
 MAX_RUNS = 2000
 
 
 class Drainer:
     def __init__(self, settings: RemediationSettings, topology: Topology,
                  switches: SwitchControl | None, te: TeController | None,
-                 telemetry: LinkTelemetry, recorder: Recorder, silences: Silences,
+                 telemetry: LinkTelemetry, recorder: Recorder,
+                 maintenance: MaintenanceDesk | None = None,
                  page: Callable[[Alert], None] = lambda alert: None) -> None:
         self.settings = settings
         self.topology = topology
         self.guards = Guards(settings.guards, topology)
         self.telemetry = telemetry
         self.recorder = recorder
-        self.silences = silences
+        #: what is in maintenance (our runs' targets, links the TE controller holds drained)
+        self.maintenance = maintenance or MaintenanceDesk(recorder.record)
         self.page = page
         self.te = te
         self.switches = switches
         self.steps = Steps(settings.drain, switches, te, telemetry, recorder.record,
-                           self._silence, self._incident_on)
+                           self.maintenance.on_run, self._incident_on)
         self.runs: dict[str, Run] = {}
         self.active: dict[str, Run] = {}
         #: target → (proposal, attempts so far) refused by a guard that may lift
@@ -69,11 +78,21 @@ class Drainer:
     # -- input ---------------------------------------------------------------------------------
 
     def on_alerts(self, alerts: Iterable[Alert], now_ns: int) -> None:
+        # a symptom matters here only when it was an incident, or is a run's or a proposal's
+        watched = {r.alert.fingerprint for r in self.active.values()} | {
+            p.alert.fingerprint for p, _ in self.deferred.values()}
+        tracked = bool(self.incidents or watched)
         for alert in alerts:
+            if not alert.root_cause and not tracked:
+                continue
             fp = alert.fingerprint
+            if not alert.root_cause and fp not in self.incidents and fp not in watched:
+                continue
             if alert.name == HALT_ALERT:
                 continue  # our own page, back from the alerts topic
-            if alert.root_cause and alert.firing:
+            # what a maintenance caused (a drained link's link_down) is no incident of ours
+            expected = alert.root_cause and self.maintenance.explaining(alert) is not None
+            if alert.root_cause and alert.firing and not expected:
                 self.incidents[fp] = alert
             else:
                 self.incidents.pop(fp, None)
@@ -86,7 +105,7 @@ class Drainer:
                     self.deferred[alert.entity] = (replace(deferred[0], alert=alert), deferred[1])
                 else:
                     del self.deferred[alert.entity]
-            if alert.root_cause and alert.firing and alert.name in RUNBOOK_FOR:
+            if alert.root_cause and alert.firing and alert.name in RUNBOOK_FOR and not expected:
                 self._consider(alert, now_ns)
         self._check_halt(now_ns)
 
@@ -118,7 +137,9 @@ class Drainer:
         run = self.active.get(target)
         detail = ""
         outcome: ActionOutcome = "done"
-        if isinstance(command, Resume):
+        if isinstance(command, Drain):
+            outcome, detail = self._requested(command, now_ns)
+        elif isinstance(command, Resume):
             if self.halted:
                 detail = f"automation resumed (was: {self.halted})"
                 self.halted = None
@@ -151,6 +172,36 @@ class Drainer:
                             detail=f"{command.kind} by {command.by}: {detail}",
                             steps=({"command": command.model_dump(mode="json")},), at_ns=now_ns)
 
+    def _requested(self, command: Drain, now_ns: int) -> tuple[ActionOutcome, str]:
+        """A person asks for a drain (or a host isolation): the runbook runs it at once, as if
+        approved (guards still apply; in dry-run mode it is decided, nothing touched)."""
+        target = command.target
+        proposal = requested(target, command.by, command.comment, self.topology, now_ns)
+        if proposal is None:
+            return "refused", f"{target} is neither a fabric link nor a host"
+        if target in self.active:
+            run = self.active[target]
+            return "refused", f"run {run.id} is already on {target} ({run.phase})"
+        held = self.maintenance.book.get(target)
+        if held is not None:
+            return "refused", f"already in maintenance: {held.describe()}"
+        s = self.settings.drain
+        book = s.link if proposal.runbook == "drain" else s.host
+        if not book.enabled:
+            return "refused", f"the {proposal.runbook} runbook is disabled"
+        self.deferred.pop(target, None)
+        run = Run.start(proposal, most_cautious(self.settings.mode, book.mode), now_ns)
+        self.runs[run.id] = run
+        self.active[target] = run
+        self.telemetry.watch(run.ports)
+        run.step("proposed", "done", f"{proposal.runbook} {target} requested by "
+                 f"{command.by}: {command.comment}", now_ns)
+        self._decide(run, now_ns)
+        if run.done:
+            self._finish(run, now_ns, acted=run.acted)
+        return ("refused" if run.phase == Phase.REFUSED else "done"), \
+            f"run {run.id}: {run.phase}"
+
     def _approve(self, run: Run, command: Approve, now_ns: int) -> str:
         try:
             passed = self.guards.check(run.proposal, self.fabric(run), now_ns, approved=True)
@@ -167,6 +218,7 @@ class Drainer:
     # -- time ----------------------------------------------------------------------------------
 
     def tick(self, now_ns: int) -> None:
+        self.maintenance.tick(now_ns)
         self.steps.retry_owed(now_ns)
         self._retry_deferred(now_ns)
         for run in list(self.active.values()):
@@ -220,14 +272,16 @@ class Drainer:
 
     def _decide(self, run: Run, now_ns: int) -> None:
         passed: list[dict[str, Any]] = []
+        asked = bool(run.requested_by)  # a person's command is their approval
         try:
-            self.guards.check(run.proposal, self.fabric(run), now_ns, passed=passed)
+            self.guards.check(run.proposal, self.fabric(run), now_ns, approved=asked,
+                              passed=passed)
             run.steps.extend(passed)
             if run.mode != "dry_run":
                 self._can_act(run)
         except GuardRefused as exc:
             run.steps.extend(passed)
-            retry = exc.guard in TRANSIENT and run.alert.firing
+            retry = exc.guard in TRANSIENT and run.alert.firing and not asked
             if retry:
                 self.deferred[run.target] = (run.proposal, run.attempt)
             self.steps.to(run, Phase.REFUSED, "refused", f"{exc.guard}: {exc.reason}"
@@ -241,12 +295,13 @@ class Drainer:
                           f"{run.target} ({', '.join(map(str, run.ports))}); planned: "
                           f"{' -> '.join(self._plan(run))}; nothing touched", now_ns,
                           step="decision")
-        elif run.mode == "approval":
+        elif run.mode == "approval" and not asked:
             self.steps.to(run, Phase.AWAITING_APPROVAL, "pending", f"guards passed; awaiting "
                           f"approval: send an approve command for {run.target} (run {run.id})",
                           now_ns, step="decision")
         else:
-            self._begin(run, now_ns, "guards passed (auto)")
+            why = f"requested by {run.requested_by}" if asked else "auto"
+            self._begin(run, now_ns, f"guards passed ({why})")
 
     def _can_act(self, run: Run) -> None:
         if self.switches is None:
@@ -289,6 +344,7 @@ class Drainer:
         others = [r for r in self.active.values() if r is not run]
         drained = {r.target for r in others if r.runbook == "drain" and r.phase in HOLDING}
         down = self.guards.links_of_ports(sorted(self.telemetry.down_ports()))
+        down |= self.maintenance.te_drained  # drained by someone else: unavailable too
         busy = next((r.target for r in others if r.phase in TOUCHING), None)
         return FabricState(
             drained=drained, down=down - drained,
@@ -301,16 +357,6 @@ class Drainer:
         """A root-cause incident on ``target`` that started at or after ``since_ns`` fires."""
         return any(a.entity == target and a.starts_ns >= since_ns
                    for a in self.incidents.values())
-
-    def _silence(self, run: Run, now_ns: int, on: bool) -> None:
-        """While we hold a target down, its alerts must not page anyone."""
-        sid = f"runbook-{run.id}"
-        if on:
-            self.silences.add([f'entity="{run.target}"'], now_ns, now_ns + SILENCE_NS,
-                              created_by="rocewatch-remediation",
-                              comment=f"{run.action} run {run.id} holds {run.target}", id=sid)
-        else:
-            self.silences.expire(sid, now_ns)
 
     # -- stop automation when too much looks broken --------------------------------------------
 

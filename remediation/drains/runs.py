@@ -96,15 +96,26 @@ class Run:
     repair: str = ""
     soak_errors: float = 0.0
     soak_samples: dict[str, int] = field(default_factory=dict)
+    #: the person whose ``drain`` command started it ("" for an incident's run)
+    requested_by: str = ""
 
     @classmethod
     def start(cls, proposal: Proposal, mode: Mode, now_ns: int, attempt: int = 1) -> Run:
         return cls(run_id(proposal, attempt), proposal.runbook, proposal.target, proposal.ports,
-                   proposal.alert, mode, Phase.CONFIRMING, now_ns, now_ns, attempt=attempt)
+                   proposal.alert, mode, Phase.CONFIRMING, now_ns, now_ns, attempt=attempt,
+                   requested_by=proposal.requested_by)
 
     @property
     def proposal(self) -> Proposal:
-        return Proposal(self.runbook, self.target, self.ports, self.alert)
+        return Proposal(self.runbook, self.target, self.ports, self.alert, self.requested_by)
+
+    @property
+    def reason(self) -> str:
+        """Why the run holds its target, in a few words."""
+        if self.requested_by:
+            return (f"requested by {self.requested_by}: "
+                    f"{self.alert.annotations.get('summary', '')}").rstrip(": ")
+        return f"{self.alert.name} on {self.alert.entity}"
 
     @property
     def done(self) -> bool:
@@ -145,7 +156,8 @@ class Run:
                 "mode": self.mode, "phase": self.phase.value, "since_ns": self.since_ns,
                 "created_ns": self.created_ns, "steps": self.steps, "seq": self.seq,
                 "te_told": self.te_told, "disabled": [str(p) for p in self.disabled],
-                "repair": self.repair, "acted": self.acted, "attempt": self.attempt}
+                "repair": self.repair, "acted": self.acted, "attempt": self.attempt,
+                "requested_by": self.requested_by}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Run:
@@ -156,4 +168,5 @@ class Run:
                    int(data["seq"]), te_told=bool(data["te_told"]),
                    disabled=[Port.parse(p) for p in data["disabled"]],
                    repair=str(data.get("repair", "")), acted=bool(data.get("acted")),
-                   attempt=int(data.get("attempt", 1)))
+                   attempt=int(data.get("attempt", 1)),
+                   requested_by=str(data.get("requested_by", "")))

@@ -30,14 +30,15 @@ class Steps:
     def __init__(self, settings: DrainSettings, switches: SwitchControl | None,
                  te: TeController | None, telemetry: LinkTelemetry,
                  record: Callable[[ActionResult], None],
-                 silence: Callable[[Run, int, bool], None],
+                 on_phase: Callable[[Run, int], None],
                  incident_on: Callable[[str, int], bool]) -> None:
         self.s = settings
         self.switches = switches
         self.te = te
         self.telemetry = telemetry
         self._record = record
-        self._silence = silence
+        #: told after every move (the target's maintenance follows the phase)
+        self._on_phase = on_phase
         self._incident_on = incident_on
         #: target → (the run, the reason): rollbacks whose "keep the link" notice is still owed
         self.owed: dict[str, tuple[Run, str]] = {}
@@ -53,6 +54,7 @@ class Steps:
                  if outcome != "pending" else "pending", detail, now_ns, **extra)
         run.move(phase, now_ns)
         self._record(run.record(outcome, detail, now_ns, action))
+        self._on_phase(run, now_ns)
 
     def _switches(self) -> SwitchControl:
         if self.switches is None:
@@ -116,7 +118,6 @@ class Steps:
                     "abort)", step="verify_traffic")
 
     def _disable(self, run: Run, now_ns: int) -> None:
-        self._silence(run, now_ns, True)
         said = []
         for port in run.ports:
             if port in run.disabled:
@@ -206,8 +207,6 @@ class Steps:
             outcome: ActionOutcome = "pending" if nxt == Phase.TE_RESTORE else "done"
             self.to(run, nxt, outcome, f"soak clean for {elapsed:.0f}s: 0 errors, samples "
                     f"{fresh}", now_ns, step="soak")
-            if nxt == Phase.RESTORED:
-                self._silence(run, now_ns, False)
             return
         if elapsed >= 2 * self.s.soak:
             for port in run.ports:
@@ -222,12 +221,10 @@ class Steps:
         except TeRetryLater:
             return
         except RemediationError as exc:
-            self._silence(run, now_ns, False)
             self.to(run, Phase.RESTORED, "failed", f"link up and clean, but the TE controller "
                     f"did not take the restore ({exc}): tell it by hand", now_ns,
                     step="te_restore")
             return
-        self._silence(run, now_ns, False)
         self.to(run, Phase.RESTORED, "done", f"back in service; TE controller told: {said}",
                 now_ns, step="te_restore")
 
@@ -244,7 +241,6 @@ class Steps:
                 undone.append(f"COULD NOT re-enable {port}")
         if run.te_told:
             undone.append(self.try_cancel(run, reason))
-        self._silence(run, now_ns, False)
         rollback = f"; rolled back: {', '.join(undone)}" if undone else ""
         self.to(run, Phase.FAILED, "failed", f"{reason}{rollback}", now_ns, step=step)
 

@@ -75,6 +75,9 @@ class TeController(Protocol):
     def restore(self, link: str) -> str:
         """After repair and soak: the link may carry traffic again."""
 
+    def drains(self) -> dict[str, dict[str, Any]]:
+        """The links the controller holds drained (whoever asked) and its word on each."""
+
 
 class HttpTe:
     """The TE controller's HTTP API (see ``docs/te-controller.md``); it never waits (module
@@ -165,6 +168,17 @@ class HttpTe:
         response = self._call("POST", self._link_path(link, "undrain"), {
             "reason": "repaired; soak clean", "requested_by": REQUESTED_BY})
         return _summary(response, "undrained")
+
+    def drains(self) -> dict[str, dict[str, Any]]:
+        """What the controller holds drained: link id → its ``drain`` object (``requested_by``,
+        ``reason``, ``at_ns``), from ``GET /v1/state``."""
+        state = self._call("GET", "/v1/state")
+        out: dict[str, dict[str, Any]] = {}
+        for link in state.get("links", ()):
+            if isinstance(link, dict) and link.get("drained") is True:
+                drain = link.get("drain")
+                out[str(link.get("id"))] = dict(drain) if isinstance(drain, dict) else {}
+        return out
 
     def close(self) -> None:
         self._client.close()

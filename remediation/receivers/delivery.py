@@ -1,11 +1,13 @@
 """Delivering notifications: retries under the retry policy (:mod:`pipeline.retry`), off the
 dispatcher's path, and one audit record per notification with every attempt in its steps.
 
-Deliveries run on a small thread pool so a slow or failing receiver never holds the lifecycle up;
+Deliveries run on small thread pools so a slow or failing receiver never holds the lifecycle up;
 the notifications of one group to one receiver are delivered in order (a resolve never overtakes
-the trigger it resolves, even while the trigger is being retried). A delivery that fails for good
-tells the dispatcher to forget it, so the next flush tries again (as Alertmanager's notification
-log does).
+the trigger it resolves, even while the trigger is being retried). Incidents have a lane of their
+own: a group whose first notification holds a root cause is delivered by the incident pool, so a
+storm's hundreds of symptom notices (``notify: all``) never queue in front of its page. A
+delivery that fails for good tells the dispatcher to forget it, so the next flush tries again (as
+Alertmanager's notification log does).
 """
 
 from __future__ import annotations
@@ -42,15 +44,23 @@ class Deliverer:
         self._sleep = sleep or self._stop.wait
         self._rng = random.Random(seed)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rw-deliver")
+        self._incidents = ThreadPoolExecutor(max_workers=max(1, workers // 2),
+                                             thread_name_prefix="rw-deliver-incident")
         self._futures: set[Future[ActionResult]] = set()
         self._last: dict[tuple[str, str], Future[ActionResult]] = {}
+        #: (receiver, group) → its lane, chosen by its first notification, kept while it lives
+        self._lane: dict[tuple[str, str], ThreadPoolExecutor] = {}
         self._lock = threading.Lock()
 
     def submit(self, notification: Notification) -> Future[ActionResult]:
         key = (notification.receiver, notification.group_key)
         with self._lock:
-            # the pool takes tasks in order, so the one waited for has always started first
-            future = self._pool.submit(self._after, self._last.get(key), notification)
+            lane = self._lane.get(key)
+            if lane is None:
+                incident = any(a.root_cause for a in notification.alerts)
+                lane = self._lane[key] = self._incidents if incident else self._pool
+            # a pool takes tasks in order, so the one waited for has always started first
+            future = lane.submit(self._after, self._last.get(key), notification)
             self._last[key] = future
             self._futures.add(future)
         future.add_done_callback(lambda f: self._done(key, f))
@@ -67,6 +77,7 @@ class Deliverer:
             self._futures.discard(future)
             if self._last.get(key) is future:
                 del self._last[key]
+                self._lane.pop(key, None)
 
     def drain(self, timeout_s: float = 30.0) -> None:
         """Wait for deliveries in flight (tests, shutdown)."""
@@ -131,6 +142,7 @@ class Deliverer:
 
     def close(self) -> None:
         self._stop.set()
+        self._incidents.shutdown(wait=True, cancel_futures=False)
         self._pool.shutdown(wait=True, cancel_futures=False)
         for receiver in self.receivers.values():
             receiver.close()

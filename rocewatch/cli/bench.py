@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "detect": "rocewatch.bench.detect:detect",
     "lab": "rocewatch.cli.lab:bench",
     "query": "rocewatch.bench.query:query",
+    "remediate": "rocewatch.bench.remediate:remediate",
 }
 
 

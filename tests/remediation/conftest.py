@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 
 from pipeline.model import Alert
+from tests.remediation.gnmi_target import Targets
+from tests.remediation.rig import Rig, fabric, settings
 from tests.remediation.support import make_alert
+from tests.remediation.te_controller import TeController
 
 
 @pytest.fixture
@@ -97,3 +100,25 @@ def http_peer() -> Iterator[Callable[..., HttpPeer]]:
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def targets() -> Iterator[Targets]:
+    """A gNMI target per switch of the test fabric."""
+    t = Targets(fabric())
+    yield t
+    t.stop()
+
+
+@pytest.fixture
+def rig(targets: Targets) -> Iterator[Any]:
+    """``rig(**settings)``: the drainer wired to ``targets`` and a fresh TE endpoint."""
+    started: list[TeController] = []
+
+    def build(**over: Any) -> tuple[Rig, TeController]:
+        te = TeController(targets.fabric.topology).start()
+        started.append(te)
+        return Rig(targets.fabric.topology, targets, te.url, settings(**over)), te
+    yield build
+    for te in started:
+        te.stop()

@@ -9,7 +9,6 @@ from typing import Any
 from pipeline.metrics import metric_id
 from pipeline.model import ActionResult, Alert, BatchBuilder
 from pipeline.topology.model import Port, Topology, spine_leaf
-from remediation.alerting.silences import Silences
 from remediation.audit import Recorder
 from remediation.drains.devices import DeviceDirectory
 from remediation.drains.runbook import Drainer
@@ -64,7 +63,7 @@ class Rig:
         te = self.te or (HttpTe(self.te_url, TeSettings(attempts=1, timeout=3))
                          if self.te_url else None)
         self.drainer = Drainer(self.settings, self.topology, switches, te, self.telemetry,
-                               self.recorder, Silences(), page=self.paged.append)
+                               self.recorder, page=self.paged.append)
 
     # -- telemetry on event time ----------------------------------------------------------------
 
@@ -100,7 +99,7 @@ class Rig:
 
     def phases(self) -> list[str]:
         return [r.detail.split("]")[0].lstrip("[") for r in self.records()
-                if r.action != "command"]
+                if r.action not in ("command", "maintenance")]
 
 
 def fabric(spines: int = 4, leaves: int = 4, hosts: int = 2) -> Topology:

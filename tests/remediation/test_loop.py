@@ -119,7 +119,7 @@ def test_a_drained_link_survives_a_restart():
         targets.stop()
         te.stop()
     again = Rig(TOPO, None, "", settings())
-    state.restore(data, again.drainer, again.drainer.silences)
+    state.restore(data, again.drainer, Silences())
     assert again.drainer.active[LINK].phase == "drained"
     assert again.drainer.fabric().drained == {LINK}
     # the restored drain still counts: a second link on the same leaf is refused

@@ -3,40 +3,13 @@ an HTTP TE endpoint; dry-run records a decision and touches nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
-import pytest
-
 from pipeline.topology.model import Port
 from pipeline.wire.commands import Approve, Reject, Repair, Resume
 from remediation.drains.runs import Phase
-from tests.remediation.gnmi_target import Targets
-from tests.remediation.rig import Rig, fabric, settings
+from tests.remediation.rig import Rig, settings
 from tests.remediation.support import at, make_alert
-from tests.remediation.te_controller import TeController
 
 LINK = "leaf2~spine1"
-
-
-@pytest.fixture
-def targets() -> Iterator[Targets]:
-    t = Targets(fabric())
-    yield t
-    t.stop()
-
-
-@pytest.fixture
-def rig(targets: Targets) -> Iterator[Any]:
-    started: list[TeController] = []
-
-    def build(**over: Any) -> tuple[Rig, TeController]:
-        te = TeController(targets.fabric.topology).start()
-        started.append(te)
-        return Rig(targets.fabric.topology, targets, te.url, settings(**over)), te
-    yield build
-    for te in started:
-        te.stop()
 
 
 def run_drain(r: Rig, start: float = 0) -> tuple[Port, Port]:
@@ -72,8 +45,15 @@ def test_auto_drain_then_repair_and_soak_restore(rig):
     assert [s["step"] for s in last.steps if s["step"] == "guard"] and \
         {s["guard"] for s in last.steps if s["step"] == "guard"} >= {
             "connectivity", "capacity_leaf", "capacity_spine", "blast_radius", "rate_limit"}
-    # the drained link pages nobody while we hold it
-    assert r.drainer.silences.mutes({"entity": LINK, "alertname": "link_down"}, at(20))
+    # the drained link is in maintenance: what the drain causes pages nobody, the incident that
+    # asked for it stays what it was
+    held = r.drainer.maintenance.book.get(LINK)
+    assert held is not None and held.state == "held" and held.run == run.id
+    assert held.origin == "runbook" and held.by == "faulty_link"
+    caused = make_alert("link_down", LINK, start=20)
+    assert r.drainer.maintenance.explaining(caused) is held
+    assert r.drainer.maintenance.muting(caused) is held
+    assert r.drainer.maintenance.explaining(run.alert) is None
     # repair, then a clean soak on event time, then TE restore
     result = r.drainer.on_command(Repair(target=LINK, by="tech", action="replaced optic"),
                                   at(100))
@@ -88,7 +68,12 @@ def test_auto_drain_then_repair_and_soak_restore(rig):
     undrain = r.records("undrain")[-1]
     assert undrain.outcome == "done" and "back in service" in undrain.detail
     assert any(s["step"] == "repair" for s in undrain.steps)
-    assert not r.drainer.silences.mutes({"entity": LINK}, at(170))
+    assert r.drainer.maintenance.book.get(LINK) is None
+    states = [m.steps[0]["maintenance"]["state"] for m in r.records("maintenance")]
+    # one record per change, and the open maintenance re-announced after a quiet minute
+    assert [s for i, s in enumerate(states) if not i or states[i - 1] != s] == \
+        ["held", "soaking", "ended"]
+    assert states.count("held") == 2
     assert LINK not in r.drainer.active
 
 
