@@ -49,6 +49,15 @@ class EventClock:
         """True once any event time is known (the event clock has nothing to say before)."""
         return self.mode == "wall" or self._watermark_ns > 0
 
+    def wall_offset_ns(self) -> int:
+        """The fabric clock's offset from this host's wall clock: ``wall = event + offset``
+        (0 while no event time is known, or with ``time: wall``). A receiver is told times on
+        its own clock through it: in a live fabric it is about the samples' delay; in a run
+        compressed twenty-fold, "now" in event time is "now" for the receiver, and an event 30 s
+        of event time ago was 30 s ago."""
+        now = self.now_ns()
+        return self._wall_ns() - now if self.mode == "event" and self._watermark_ns else 0
+
     def now_ns(self) -> int:
         """The clock; before any event time is known, the wall clock stands in (not latched, so
         a first event time older than the wall clock is not hidden by it)."""

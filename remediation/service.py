@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.bus.base import Bus, Message, Topics
+from pipeline.entities import entity_kind
 from pipeline.errors import ConfigError, RemediationError
 from pipeline.model import ActionOutcome, ActionResult, Alert
 from pipeline.topology.model import Topology
@@ -86,7 +87,9 @@ class Remediation:
         self.maintenance = MaintenanceDesk(self.recorder.record)
         self.alerting = Alerting(settings, receivers if receivers is not None
                                  else build_receivers(settings.receivers, site), self.recorder,
-                                 maintained=lambda a: self.maintenance.muting(a) is not None)
+                                 maintained=lambda a: self.maintenance.muting(a) is not None,
+                                 wall_offset=self.clock.wall_offset_ns,
+                                 kind_of=lambda e: entity_kind(e, self.topology_source()))
         self.telemetry = LinkTelemetry()
         self.switches = switches if switches is not None else self._switches()
         te_url = settings.te_controller or lab_te_url(settings.gnmi.lab_agents_file)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from pipeline.config import PluginSpec
+from pipeline.entities import entity_kind
 from pipeline.errors import ConfigError
 from pipeline.model import Alert
 from pipeline.registry import Registry
@@ -45,14 +47,20 @@ def build_receivers(specs: Iterable[PluginSpec], site: str = "") -> dict[str, Re
 class Alerting:
     def __init__(self, settings: RemediationSettings, receivers: dict[str, Receiver],
                  recorder: Recorder, silences: Silences | None = None, workers: int = 4,
-                 sleep: Any = None, maintained: Callable[[Alert], bool] | None = None) -> None:
+                 sleep: Any = None, maintained: Callable[[Alert], bool] | None = None,
+                 wall_offset: Callable[[], int] = lambda: 0,
+                 kind_of: Callable[[str], str] = entity_kind) -> None:
+        #: the fabric clock's offset from the wall clock now, and an entity's kind (see
+        #: :class:`~remediation.alerting.notification.Notification`)
+        self.wall_offset = wall_offset
+        self.kind_of = kind_of
         self.silences = silences if silences is not None else Silences()
         for s in settings.silences:
             self.silences.add(s.matchers, s.starts_at, s.ends_at, s.created_by, s.comment)
         route = build_routes(settings.route, list(receivers))
         self.dispatcher = Dispatcher(route, Inhibitor(settings.inhibit_rules), self.silences,
                                      {name: r.caps for name, r in receivers.items()},
-                                     maintained)
+                                     maintained, kind_of)
         self.deliverer = Deliverer(receivers, recorder, on_failed=self._failed, workers=workers,
                                    sleep=sleep)
         self._lock = threading.RLock()
@@ -86,8 +94,12 @@ class Alerting:
         self._send(due)
 
     def _send(self, notifications: list[Notification]) -> None:
+        if not notifications:
+            return
+        offset = self.wall_offset()
         for n in notifications:
-            self.deliverer.submit(n)
+            kinds = {a.entity: self.kind_of(a.entity) for a in n.alerts}
+            self.deliverer.submit(replace(n, wall_offset_ns=offset, kinds=kinds))
 
     def _failed(self, notification: Notification) -> None:
         with self._lock:

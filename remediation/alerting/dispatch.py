@@ -73,12 +73,15 @@ class DispatchStats:
 class Dispatcher:
     def __init__(self, root: Route, inhibitor: Inhibitor, silences: Silences,
                  receivers: Mapping[str, ReceiverCaps],
-                 maintained: Callable[[Alert], bool] | None = None) -> None:
+                 maintained: Callable[[Alert], bool] | None = None,
+                 kind_of: Callable[[str], str] | None = None) -> None:
         self.root = root
         self.inhibitor = inhibitor
         self.silences = silences
         #: whether a maintenance mutes an alert (what a drain caused pages nobody)
         self.maintained = maintained
+        #: an entity's kind from the topology (None: from the shared naming)
+        self.kind_of = kind_of
         self.receivers = dict(receivers)
         self.alerts: dict[str, Alert] = {}
         self.groups: dict[str, _Group] = {}
@@ -111,7 +114,7 @@ class Dispatcher:
             for gkey in member:
                 self.groups[gkey].alerts[fp] = alert
             return
-        labels = match_labels(alert)
+        labels = self._labels(alert)
         member = self._member.setdefault(fp, set())
         for route in self.root.match(labels):
             gkey = route.group_key(labels)
@@ -127,6 +130,9 @@ class Dispatcher:
                 heapq.heappush(self._due, (now_ns, gkey))
         for gkey in member:  # an alert stays in groups its severity took it out of
             self.groups[gkey].alerts[fp] = alert
+
+    def _labels(self, alert: Alert) -> dict[str, str]:
+        return match_labels(alert, self.kind_of(alert.entity) if self.kind_of else None)
 
     def _new_group(self, route: Route, gkey: str, labels: Mapping[str, str],
                    now_ns: int) -> _Group:
@@ -235,7 +241,7 @@ class Dispatcher:
         return {fp: a for fp, a in self.alerts.items() if self._firing(a, now_ns)}
 
     def _muted(self, fp: str, alert: Alert, inhibition: Inhibition, now_ns: int) -> bool:
-        if self.silences and self.silences.mutes(match_labels(alert), now_ns):
+        if self.silences and self.silences.mutes(self._labels(alert), now_ns):
             self.stats.muted_silenced += 1
             return True
         if self.maintained is not None and self.maintained(alert):

@@ -2,15 +2,17 @@
 matchers see and receivers send), its annotations, and its times in RFC 3339.
 
 The label set is the alert's identity (``alertname``, ``entity`` and the detector's labels), so
-``fingerprint`` is exactly Alertmanager's hash of the labels a receiver is sent. Severity is not
-identity (an incident may escalate without becoming a new alert): matchers still see it, together
-with ``root_cause``, as extra labels, and receivers get it as an annotation.
+``fingerprint`` is exactly Alertmanager's hash of the labels a webhook is sent. Severity is not
+identity (an incident may escalate without becoming a new alert): matchers still see it, with
+``root_cause`` and ``entity_kind``, as extra labels (so does an Alertmanager we post to, whose
+routes match on labels), and webhooks get them as annotations.
 """
 
 from __future__ import annotations
 
 import json
 
+from pipeline.entities import entity_kind
 from pipeline.model import Alert
 from pipeline.times import format_instant
 from remediation.runbooks import kinds
@@ -22,10 +24,12 @@ ZERO_TIME = "0001-01-01T00:00:00Z"
 RUNBOOK_DIR = "remediation/runbooks"
 
 
-def match_labels(alert: Alert) -> dict[str, str]:
-    """The labels routes, silences and inhibit rules match on."""
+def match_labels(alert: Alert, kind: str | None = None) -> dict[str, str]:
+    """The labels routes, silences and inhibit rules match on, and that an Alertmanager is sent:
+    the identity, ``severity``, ``root_cause`` and ``entity_kind`` (:mod:`pipeline.entities`;
+    ``kind`` when the caller knows it from the topology, else from the shared naming)."""
     return {"severity": alert.severity.value, "root_cause": str(alert.root_cause).lower(),
-            **alert.identity}
+            "entity_kind": kind or entity_kind(alert.entity), **alert.identity}
 
 
 def alert_annotations(alert: Alert) -> dict[str, str]:

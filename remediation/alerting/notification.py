@@ -8,9 +8,11 @@ event time of the flush. Receivers turn it into their own wire format.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, overload
 
+from pipeline.entities import entity_kind
 from pipeline.model import Alert
 from remediation.alerting.labels import match_labels
 
@@ -26,6 +28,29 @@ class Notification:
     at_ns: int
     reason: Reason
     route_labels: dict[str, str] = field(default_factory=dict)
+    #: the fabric clock's offset from the receiver's wall clock when it was handed over:
+    #: ``wall = event + offset`` (:meth:`wall`; receivers send times on their peer's clock)
+    wall_offset_ns: int = 0
+    #: each alert's entity → its kind (:mod:`pipeline.entities`), for labels routes can match
+    kinds: Mapping[str, str] = field(default_factory=dict)
+
+    @overload
+    def wall(self, event_ns: int) -> int: ...
+
+    @overload
+    def wall(self, event_ns: None) -> None: ...
+
+    def wall(self, event_ns: int | None) -> int | None:
+        """An event time on the receiver's wall clock (None stays None: not set)."""
+        return None if event_ns is None else event_ns + self.wall_offset_ns
+
+    @property
+    def wall_now_ns(self) -> int:
+        """The moment of the flush on the receiver's wall clock."""
+        return self.at_ns + self.wall_offset_ns
+
+    def kind(self, alert: Alert) -> str:
+        return self.kinds.get(alert.entity) or entity_kind(alert.entity)
 
     def is_firing(self, alert: Alert) -> bool:
         """Whether ``alert`` fires as of this notification's event time."""
@@ -56,7 +81,7 @@ class Notification:
 
     def common_labels(self) -> dict[str, str]:
         """Labels every alert of the notification shares with the same value."""
-        sets = [match_labels(a) for a in self.alerts]
+        sets = [match_labels(a, self.kinds.get(a.entity)) for a in self.alerts]
         if not sets:
             return {}
         first = sets[0]

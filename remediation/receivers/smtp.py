@@ -38,16 +38,16 @@ def email(n: Notification, sender: str, to: tuple[str, ...], prefix: str = "") -
     msg["Subject"] = f"{prefix}{n.title()}"
     msg["From"] = sender
     msg["To"] = ", ".join(to)
-    msg["Date"] = formatdate(n.at_ns / 1e9, usegmt=True)
+    msg["Date"] = formatdate(n.wall_now_ns / 1e9, usegmt=True)
     msg["Message-ID"] = make_msgid(domain="rocewatch")
     msg["X-Rocewatch-Group"] = n.group_id
     lines = [n.title(), "", f"group: {n.group_key}", f"reason: {n.reason}", ""]
     for alert in n.alerts:
         state = "FIRING" if n.is_firing(alert) else "RESOLVED"
         lines.append(f"{state} {alert.name} on {alert.entity}")
-        lines.append(f"  starts: {rfc3339(alert.starts_ns)}")
+        lines.append(f"  starts: {rfc3339(n.wall(alert.starts_ns))}")
         if alert.ends_ns is not None:
-            lines.append(f"  ends:   {rfc3339(alert.ends_ns)}")
+            lines.append(f"  ends:   {rfc3339(n.wall(alert.ends_ns))}")
         lines.append(f"  fingerprint: {alert.fingerprint}")
         for key, value in sorted(alert_annotations(alert).items()):
             lines.append(f"  {key}: {value}")

@@ -30,13 +30,15 @@ class WebhookOptions(HttpOptions):
     generator_url: str = ""
 
 
-def alert_json(alert: Alert, at_ns: int, generator_url: str = "") -> dict[str, Any]:
+def alert_json(alert: Alert, n: Notification, generator_url: str = "") -> dict[str, Any]:
+    """One alert of the body; its times on the receiver's wall clock (``Notification.wall``)."""
+    ends = None if n.is_firing(alert) else min(n.wall(alert.ends_ns or n.at_ns), n.wall_now_ns)
     return {
-        "status": status(alert, at_ns),
+        "status": status(alert, n.at_ns),
         "labels": alert.identity,
         "annotations": alert_annotations(alert),
-        "startsAt": rfc3339(alert.starts_ns),
-        "endsAt": rfc3339(alert.ends_ns),
+        "startsAt": rfc3339(min(n.wall(alert.starts_ns), n.wall_now_ns)),
+        "endsAt": rfc3339(ends),
         "generatorURL": generator_url,
         "fingerprint": alert.fingerprint,
     }
@@ -65,7 +67,7 @@ def payload(n: Notification, max_alerts: int = 0, external_url: str = "",
         "externalURL": external_url,
         "notification_reason": REASONS[n.reason],
         "routeLabels": dict(n.route_labels),
-        "alerts": [alert_json(a, n.at_ns, generator_url) for a in shown],
+        "alerts": [alert_json(a, n, generator_url) for a in shown],
     }
 
 

@@ -16,7 +16,8 @@ KINDS = (*INCIDENT_KINDS, NO_DATA, HALT_ALERT)
 
 def test_the_kinds_are_the_scenario_formats() -> None:
     # shared/scenarios/README.md's "the platform should report" column, spelled out once more
-    assert set(INCIDENT_KINDS) == {"pfc_storm", "incast", "slow_receiver", "faulty_link",
+    # (the platform may raise kinds of its own beyond it: each still needs its runbook, below)
+    assert set(INCIDENT_KINDS) >= {"pfc_storm", "incast", "slow_receiver", "faulty_link",
                                    "link_flap", "link_down", "ecmp_imbalance",
                                    "buffer_misconfig", "pfc_deadlock"}
 

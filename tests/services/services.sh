@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real services the tests run against, on loopback: an Apache Kafka broker and a 3-broker
-# Kafka cluster (KRaft), Debian's clickhouse-server alone and as a 2 x 2 cluster, and the
-# ZooKeeper the ClickHouse cluster coordinates through.
+# Kafka cluster (KRaft), Debian's clickhouse-server alone and as a 2 x 2 cluster, the
+# ZooKeeper the ClickHouse cluster coordinates through, and a Prometheus Alertmanager (built from
+# its Go module, see alertmanager.sh).
 #
 #   services.sh start [NAME...]    start what is not yet running (all by default), in parallel,
 #                                  and wait until each is ready; prints the time each took
@@ -18,7 +19,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-SERVICES=(clickhouse kafka zookeeper clickhouse-cluster kafka-cluster)
+SERVICES=(clickhouse kafka zookeeper clickhouse-cluster kafka-cluster alertmanager)
 # what must run before a service starts
 declare -A AFTER=([clickhouse-cluster]=zookeeper)
 

@@ -267,3 +267,26 @@ def test_a_resolve_never_overtakes_its_trigger_while_that_is_retried(http_peer):
     finally:
         deliverer.close()
     assert [r.body["status"] for r in peer.requests] == ["firing"] * 3 + ["resolved"]
+
+
+def test_every_receiver_speaks_its_peers_clock(http_peer):
+    """The fabric's clock 29 s ahead of the receivers' (a compressed run): every time they are
+    sent is on their own clock, and a resolve never ends in their future."""
+    from remediation.receivers.pagerduty import event
+    from remediation.receivers.smtp import email
+    from remediation.receivers.webhook import payload
+
+    firing = make_alert(start=10)
+    resolved = make_alert(entity="leaf2~spine1", start=20, end=55)
+    n = Notification("hook", "g", {"alertname": "faulty_link"}, (firing, resolved), at(60),
+                     "new_alerts", wall_offset_ns=-29 * 10**9)
+    body = payload(n)
+    by_entity = {a["labels"]["entity"]: a for a in body["alerts"]}
+    assert by_entity["leaf1~spine1"]["startsAt"] == "2027-01-15T07:59:41Z"  # at(10) - 29 s
+    assert by_entity["leaf1~spine1"]["endsAt"] == "0001-01-01T00:00:00Z"
+    assert by_entity["leaf2~spine1"]["endsAt"] == "2027-01-15T08:00:26Z"  # at(55) - 29 s
+    pd = event(n, "R" * 32, "lab", "fabric")
+    assert pd["payload"]["timestamp"] == "2027-01-15T07:59:41Z"
+    mail = email(n, "rw@lab", ("oncall@lab",))
+    assert mail["Date"].startswith("Fri, 15 Jan 2027 08:00:31")  # at(60) - 29 s
+    assert "starts: 2027-01-15T07:59:41Z" in mail.get_content()
