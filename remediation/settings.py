@@ -115,7 +115,14 @@ class GuardSettings(Strict):
     confirm: Duration = 30.0
     leaf_capacity_floor: float = Field(0.5, ge=0, le=1)
     spine_capacity_floor: float = Field(0.5, ge=0, le=1)
+    #: three tiers: what a spine keeps of its aggregation uplinks, an aggregation switch of its
+    #: capacity, and a zone of its capacity to the rest of the fabric
+    spine_uplink_floor: float = Field(0.5, ge=0, le=1)
+    agg_capacity_floor: float = Field(0.5, ge=0, le=1)
+    zone_capacity_floor: float = Field(0.5, ge=0, le=1)
     max_drained_per_leaf: int = Field(1, ge=0)
+    #: drained aggregation uplinks per spine
+    max_drained_per_spine: int = Field(1, ge=0)
     max_drained_fraction: float = Field(0.02, ge=0, le=1)
     max_isolated_hosts: int = Field(1, ge=0)
     max_actions_per_hour: int = Field(10, ge=0)

@@ -3,16 +3,15 @@ audit trail) or raises :class:`~pipeline.errors.GuardRefused` naming itself and 
 
 The order is cheapest and most global first: the stop-automation latch, the incident itself, the
 target's shape, one action at a time, the hourly rate limit, the cool-downs; then, for a link
-drain, the fabric invariants (connectivity between every pair of leaves, CorrOpt capacity floors
-per leaf and per spine, blast radius per leaf and fabric-wide); for a host isolation, the cap on
+drain, the fabric invariants tier by tier (:mod:`remediation.drains.invariants`: connectivity,
+CorrOpt capacity floors per switch and per zone, blast radius); for a host isolation, the cap on
 isolated hosts. A fabric link is never drained for a host problem: which runbook an incident kind
 gets is fixed (:data:`RUNBOOK_FOR`), and the target must be a link or a host accordingly.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,12 +19,12 @@ from pipeline.errors import GuardRefused
 from pipeline.kinds import FAULTY_LINK, LINK_FLAP, PFC_STORM
 from pipeline.model import Alert, Severity
 from pipeline.topology.model import Link, Port, Topology
+from remediation.drains.invariants import GUARDS, FabricInvariants
 from remediation.settings import GuardSettings
 
 Runbook = Literal["drain", "isolate"]
 #: guards whose refusal may lift while the incident still fires (the proposal is retried)
-TRANSIENT = frozenset({"one_at_a_time", "rate_limit", "cooldown", "connectivity",
-                       "capacity_leaf", "capacity_spine", "blast_radius", "halted"})
+TRANSIENT = frozenset({"one_at_a_time", "rate_limit", "cooldown", "halted"}) | GUARDS
 #: incident kind → runbook; every other kind is notify-only
 RUNBOOK_FOR: dict[str, Runbook] = {FAULTY_LINK: "drain", LINK_FLAP: "drain", PFC_STORM: "isolate"}
 #: the name a person's drain request goes by in a run's records
@@ -98,11 +97,7 @@ class Guards:
     def __init__(self, settings: GuardSettings, topology: Topology) -> None:
         self.s = settings
         self.topology = topology
-        self._spine_set = set(topology.spines)
-        self._initial_leaf = {leaf: self._capacity(topology.uplinks(leaf), set())
-                              for leaf in topology.leaves}
-        self._initial_spine = {sp: self._capacity(self._spine_links(sp), set())
-                               for sp in topology.spines}
+        self.invariants = FabricInvariants(settings, topology)
 
     # -- the checks ----------------------------------------------------------------------------
 
@@ -157,7 +152,7 @@ class Guards:
                                    f"{s.target_cooldown:.0f}s")
         ok("cooldown", "outside every cool-down")
         if proposal.runbook == "drain":
-            self._fabric(proposal.target, state, passed)
+            self.invariants.check(proposal.target, state.drained, state.down, passed)
         else:
             if len(state.isolated_hosts - {proposal.target}) >= s.max_isolated_hosts:
                 raise GuardRefused("blast_radius", f"{len(state.isolated_hosts)} host(s) already "
@@ -181,69 +176,6 @@ class Guards:
         if self.topology.attachment(host.port) != host:
             raise GuardRefused("target", f"{host.port} is not {proposal.target}'s host port")
 
-    def _fabric(self, link_id: str, state: FabricState, steps: list[dict[str, Any]]) -> None:
-        s = self.s
-        link = self.topology.link_by_id[link_id]
-        unavailable = state.drained | state.down | {link_id}
-        leaf, spine = self._leaf_spine(link)
-        # connectivity: the drained leaf still shares a spine with every other leaf
-        mine = self._spines_of(leaf, unavailable)
-        if not mine:
-            raise GuardRefused("connectivity", f"{leaf} would have no uplink left")
-        for other in self.topology.leaves:
-            if other != leaf and not (mine & self._spines_of(other, unavailable)):
-                raise GuardRefused("connectivity", f"{leaf} and {other} would share no spine")
-        steps.append({"step": "guard", "guard": "connectivity", "outcome": "done",
-                      "detail": f"{leaf} keeps spines {', '.join(sorted(mine))}"})
-        left = self._capacity(self.topology.uplinks(leaf), unavailable)
-        initial = self._initial_leaf[leaf]
-        if initial <= 0 or left / initial < s.leaf_capacity_floor:
-            raise GuardRefused("capacity_leaf", f"{leaf} would keep {left:.0f} of {initial:.0f} "
-                               f"Gbit/s uplink capacity ({_pct(left, initial)}), below the floor "
-                               f"of {s.leaf_capacity_floor:.0%}")
-        steps.append({"step": "guard", "guard": "capacity_leaf", "outcome": "done",
-                      "detail": f"{leaf} keeps {left:.0f}/{initial:.0f} Gbit/s "
-                                f"({_pct(left, initial)} >= {s.leaf_capacity_floor:.0%})"})
-        left = self._capacity(self._spine_links(spine), unavailable)
-        initial = self._initial_spine[spine]
-        if initial <= 0 or left / initial < s.spine_capacity_floor:
-            raise GuardRefused("capacity_spine", f"{spine} would keep {left:.0f} of "
-                               f"{initial:.0f} Gbit/s ({_pct(left, initial)}), below the floor "
-                               f"of {s.spine_capacity_floor:.0%}")
-        steps.append({"step": "guard", "guard": "capacity_spine", "outcome": "done",
-                      "detail": f"{spine} keeps {left:.0f}/{initial:.0f} Gbit/s "
-                                f"({_pct(left, initial)} >= {s.spine_capacity_floor:.0%})"})
-        on_leaf = [d for d in state.drained if d != link_id and leaf in _switches(
-            self.topology.link_by_id.get(d))]
-        if len(on_leaf) >= s.max_drained_per_leaf:
-            raise GuardRefused("blast_radius", f"{leaf} already has {len(on_leaf)} drained "
-                               f"uplink(s) (limit {s.max_drained_per_leaf})")
-        limit = max(1, math.floor(s.max_drained_fraction * len(self.topology.links)))
-        ours = len(state.drained - {link_id})
-        if ours >= limit:
-            raise GuardRefused("blast_radius", f"{ours} links already drained (limit {limit}, "
-                               f"{s.max_drained_fraction:.0%} of {len(self.topology.links)})")
-        steps.append({"step": "guard", "guard": "blast_radius", "outcome": "done",
-                      "detail": f"{len(on_leaf)} drained on {leaf}, {ours} of {limit} "
-                                "fabric-wide"})
-
-    # -- fabric arithmetic ---------------------------------------------------------------------
-
-    def _leaf_spine(self, link: Link) -> tuple[str, str]:
-        a, b = link.a.device, link.b.device
-        return (b, a) if a in self._spine_set else (a, b)
-
-    def _spine_links(self, spine: str) -> list[Link]:
-        return [ln for ln in self.topology.links if spine in (ln.a.device, ln.b.device)]
-
-    def _spines_of(self, leaf: str, unavailable: set[str]) -> set[str]:
-        return {self._leaf_spine(ln)[1] for ln in self.topology.uplinks(leaf)
-                if ln.id not in unavailable}
-
-    @staticmethod
-    def _capacity(links: Iterable[Link], unavailable: set[str]) -> float:
-        return sum(ln.gbps or 1.0 for ln in links if ln.id not in unavailable)
-
     def links_of_ports(self, ports: Sequence[Port]) -> set[str]:
         """Fabric links with an end among ``ports`` (down ports → down links)."""
         out = set()
@@ -253,10 +185,3 @@ class Guards:
                 out.add(link.id)
         return out
 
-
-def _switches(link: Link | None) -> tuple[str, ...]:
-    return (link.a.device, link.b.device) if link else ()
-
-
-def _pct(part: float, whole: float) -> str:
-    return f"{part / whole:.0%}" if whole else "n/a"

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from lab.runtime import Lab
@@ -91,3 +92,57 @@ def test_drain_runbook_on_the_lab_switches(lab):
             sw.set_enabled(end, True)
         sw.close()
         te.stop()
+
+
+THREE_TIERS = """\
+format: 1
+name: remediation-agents-3tier
+seed: 4
+duration_s: 3600
+sample_interval_s: 1
+fabric: {spines: 2, leaves: 2, hosts_per_leaf: 1, uplinks_per_pair: 1, link_gbps: 400,
+         host_gbps: 400, zones: 2, aggs: 2, agg_uplinks_per_spine: 1}
+routing: te
+traffic:
+  - {pattern: alltoall, hosts: all, load: 0.2, qps_per_flow: 2}
+faults: []
+"""
+
+
+@pytest.fixture(scope="module")
+def zoned_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    where = tmp_path_factory.mktemp("lab3")
+    (where / "scenario.yaml").write_text(THREE_TIERS)
+    running = Lab(where / "scenario.yaml", speed=10, out_dir=where / "out").start()
+    yield running
+    running.stop()
+
+
+def test_an_aggregation_link_drains_through_the_labs_te_controller(zoned_lab):
+    """The lab's own TE controller moves cross-zone traffic off a spine's aggregation uplink
+    (it computes paths across zones), the lab's spine and aggregation agents take the port
+    down, and the run holds it in maintenance, as for a leaf's uplink."""
+    lab = zoned_lab
+    sw = switches(lab)
+    link = lab.topology.link_by_id["agg1~z1-spine1"]
+    r = Rig(lab.topology, None, lab.te_url, settings(), switches=sw)
+    try:
+        r.alerts(make_alert(entity=link.id))
+        r.traffic(1, link.ends(), 200.0)
+        r.tick(10)
+        for t in (11, 12, 13):
+            r.traffic(t, link.ends(), 0.0)
+            r.tick(t)
+        run = r.drainer.active[link.id]
+        assert run.phase == Phase.DRAINED, r.records()[-1].detail
+        assert sw.status(link.a).down and sw.status(link.b).down
+        state = httpx.get(f"{lab.te_url}/v1/state", timeout=5).json()
+        assert link.id in state["drained"]
+        guards = {s["guard"] for s in run.steps if s["step"] == "guard"}
+        assert {"capacity_spine_uplinks", "capacity_zone", "capacity_agg"} <= guards
+    finally:
+        for end in link.ends():
+            sw.set_enabled(end, True)
+        httpx.post(f"{lab.te_url}/v1/links/{link.id}/undrain",
+                   json={"reason": "test over", "requested_by": "test"}, timeout=5)
+        sw.close()
