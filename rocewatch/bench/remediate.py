@@ -126,18 +126,22 @@ class _Peer:
 
 
 def _samples(topology: Topology, per_port: int) -> list[SampleBatch]:
-    """One batch per switch: oper and admin status of every port, then counters."""
-    metrics = [metric_id("if_oper_status"), metric_id("if_admin_status"),
-               *(metric_id(m) for m in _FILL)][:max(2, per_port)]
+    """One batch per switch: oper and admin status of every port, then port counters, then PFC
+    frames per priority (the rows a fabric streams, ~30 per port)."""
+    rows = [(metric_id("if_oper_status"), -1), (metric_id("if_admin_status"), -1),
+            *((metric_id(m), -1) for m in _FILL),
+            *((metric_id(m), q) for q in range(8) for m in ("pfc_rx_frames", "pfc_tx_frames")),
+            *((metric_id("queue_tx_octets"), q) for q in range(8))][:max(2, per_port)]
+    metric = np.array([m for m, _ in rows], np.uint16)
+    qual = np.array([q for _, q in rows], np.int16)
     out = []
     for device in topology.switches:
         names = tuple(p.name for p in topology.ports(device))
-        n, k = len(names), len(metrics)
+        n, k = len(names), len(rows)
         out.append(SampleBatch(
             np.zeros(n * k, np.int64), np.zeros(n * k, np.int32),
-            np.repeat(np.arange(n, dtype=np.int32), k), np.tile(np.array(metrics, np.uint16), n),
-            np.full(n * k, -1, np.int16), np.ones(n * k, np.float64), np.zeros(n * k, np.uint8),
-            (device,), names))
+            np.repeat(np.arange(n, dtype=np.int32), k), np.tile(metric, n), np.tile(qual, n),
+            np.ones(n * k, np.float64), np.zeros(n * k, np.uint8), (device,), names))
     return out
 
 
