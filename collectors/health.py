@@ -18,8 +18,9 @@ the device's clock that ran ahead of late data made most windows read ``received
 
 Only silence is judged on a clock other than the target's own: an interval no data has closed is
 closed once the collector's :class:`~collectors.clocks.FabricClock` (the newest time any target
-showed) is past its end by one interval plus the target's own usual lag behind that clock (a
-decaying maximum), so a target whose data is always a little late is not called silent for it.
+showed) is past its end by a quarter of an interval plus the target's own usual lag behind that
+clock (a decaying maximum), so a target whose data is always a little late is not called silent
+for it, and a device that stopped is reported within its third interval.
 Health samples never lead the devices' data in event time.
 
 The target's state (:meth:`TargetHealth.state`): ``up``, ``connecting`` (never delivered yet),
@@ -50,6 +51,9 @@ ERRORS = metric_id("collector_errors")
 
 #: at most this many intervals are closed at once (a long outage reports its start, then moves on)
 MAX_CLOSE = 8
+#: quarters of an interval past an interval's end (beyond the target's usual lag) before silence
+#: closes it: its sample, due in its middle, is then three quarters of an interval overdue
+SILENCE_MARGIN = 1
 
 
 class ErrorTally:
@@ -160,8 +164,12 @@ class TargetHealth:
         if device_ns <= 0:
             return
         if sampled:
-            lag = max(0, self.fabric.newest_ns - device_ns)
-            self._lag_ns = max(lag, self._lag_ns - self.interval_ns // 16)
+            if device_ns >= self._start_ns:
+                # how far behind the freshest target this one's data arrives; a sample of an
+                # interval silence already closed (held back by a stall, delivered in a burst)
+                # is late, not the usual lag
+                lag = max(0, self.fabric.newest_ns - device_ns)
+                self._lag_ns = max(lag, self._lag_ns - self.interval_ns // 8)
             self.fabric.observe(device_ns, wall)
             self._last_data_ns = max(self._last_data_ns, device_ns)
         self._by_data(samples, device_ns, sampled)
@@ -223,10 +231,11 @@ class TargetHealth:
                 return  # still connecting: neither up nor down yet
             self._start_ns, self._end_ns = now - self.interval_ns, now
         closes = 0
-        while now >= self._end_ns + self.interval_ns + self._lag_ns and closes < MAX_CLOSE:
+        wait = self.interval_ns * SILENCE_MARGIN // 4 + self._lag_ns
+        while now >= self._end_ns + wait and closes < MAX_CLOSE:
             self._close()
             closes += 1
-        if closes == MAX_CLOSE and now >= self._end_ns + self.interval_ns + self._lag_ns:
+        if closes == MAX_CLOSE and now >= self._end_ns + wait:
             # a stalled collector skips intervals rather than replaying them
             self._start_ns, self._end_ns = now - self.interval_ns, now
 

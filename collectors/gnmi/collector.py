@@ -8,11 +8,12 @@ in ``docs/benchmarks.md``). Sessions open through one :class:`~collectors.gnmi.c
 (``connect_rate`` per second, ``max_connecting`` at once), so starting up or coming back from a
 fabric-wide outage is spread rather than a storm.
 
-One ticker coroutine owns everything that leaves the collector: every ``flush_interval_s`` it
-takes each target's decoded rows as one per-device batch, with the target's health samples of the
-intervals that ended (:mod:`collectors.health`), tears down streams that went silent, and hands
-the batches to ``emit`` on a thread of its own, so a slow bus holds the ticker back (and through
-it, the decoders' bounded buffers and gRPC's flow control, the targets) without stopping the loop.
+One ticker coroutine owns everything that leaves the collector: every ``flush_interval_s`` (at
+most half the shortest sample interval) it takes each target's decoded rows as one per-device
+batch, with the target's health samples of the intervals that ended (:mod:`collectors.health`),
+tears down streams that went silent, and hands the batches to ``emit`` on a thread of its own, so
+a slow bus holds the ticker back (and through it, the decoders' bounded buffers and gRPC's flow
+control, the targets) without stopping the loop.
 """
 
 from __future__ import annotations
@@ -154,6 +155,9 @@ class GnmiCollector(Collector):
         loop = asyncio.get_running_loop()
         intervals = [t.health.interval_wall for t in self.targets.values()]
         tick = max(min([self.opts.flush_interval_s, *(i / 4 for i in intervals)]), 0.01)
+        # rows go out at least twice per sample interval: a batch per device and interval,
+        # never several intervals of a fast (simulated) clock held back in one
+        flush = max(min([self.opts.flush_interval_s, *(i / 2 for i in intervals)]), tick)
         next_tick = next_data = time.monotonic()
         while not stopping.is_set():
             try:
@@ -166,7 +170,7 @@ class GnmiCollector(Collector):
             next_tick = max(next_tick + tick, now)  # a slow emit: do not try to catch up
             data = now >= next_data
             if data:
-                next_data = max(next_data + self.opts.flush_interval_s, now)
+                next_data = max(next_data + flush, now)
             batches = self.flush(now, data=data)
             if batches:
                 await loop.run_in_executor(emitter, self._emit_all, batches)

@@ -11,7 +11,8 @@ subscription when the client half-closes).
 
 A session ends when a stream fails, the target closes it, or it stays silent for the idle timeout
 (the collector's ticker calls :meth:`GnmiSession.check_idle`); it then reconnects under the retry
-policy (:mod:`pipeline.retry`: exponential backoff, full jitter). A session that brought data
+policy (:mod:`pipeline.retry`: exponential backoff, full jitter, capped at one sample interval
+so a device that comes back is subscribed again within an interval). A session that brought data
 starts the next streak afresh, and its first delay is at most a tenth of a sample interval; a
 stream the target ended (OK status) is subscribed again on the same connection (no new handshake,
 no Capabilities), so a restarted stream is back before its next sample is due.
@@ -89,8 +90,10 @@ class GnmiSession:
         self.options = options
         self.gate = gate
         first = min(options.reconnect.initial_s, max(health.interval_wall / 10, 0.005))
-        self.policy = RetryPolicy(initial_s=first,
-                                  cap_s=max(options.reconnect.cap_s, first),
+        # a target that comes back is tried again within one of its intervals (the connect gate,
+        # not the backoff's length, keeps many dead targets from crowding the collector)
+        cap = max(first, min(options.reconnect.cap_s, health.interval_wall))
+        self.policy = RetryPolicy(initial_s=first, cap_s=cap,
                                   reset_after_s=options.reconnect.reset_after_s)
         self._calls: list[Any] = []
         self._last_message = 0.0

@@ -30,6 +30,9 @@ from pipeline.topology.model import Topology
 
 class NoDataOptions(DetectorOptions):
     silent_intervals: float = Field(3.0, gt=1)
+    #: one good health sample is a whole interval the collector saw delivered: telemetry that is
+    #: back clears at once (issue 10.1: within 2 intervals of the device resuming)
+    clear_after: int = Field(1, ge=1, description="consecutive good health samples to clear")
 
 
 class NoData(Detector):

@@ -87,10 +87,10 @@ def test_silence_is_judged_on_the_other_targets_time() -> None:
         busy.note_data(10, T0 + k * S, float(k))
         quiet.tick(float(k))
     rows = drained(quiet)
-    # the interval ending at 3.5 s (holding the sample at 3 s) closes once the fabric is an
-    # interval past it, the one ending 4.5 s at 5.5 s, 5.5 s at 6.5 s (6.5 s waits for 7.5 s)
-    assert [(r["ts"] - T0) / S for r in rows] == [3.5, 4.5, 5.5]
-    assert [r["collector_received"] for r in rows] == [10.0, 0.0, 0.0]
+    # the interval ending at 3.5 s (holding the sample at 3 s) closes once the fabric is a
+    # quarter interval past it, the one ending 4.5 s at 4.75 s, ... 6.5 s at 6.75 s (7.5 s waits)
+    assert [(r["ts"] - T0) / S for r in rows] == [3.5, 4.5, 5.5, 6.5]
+    assert [r["collector_received"] for r in rows] == [10.0, 0.0, 0.0, 0.0]
     # a stopped fabric (no target newer) stops the judgement: nobody is called silent for it
     quiet2 = make(FabricClock(hold_s=100.0), "alone")
     quiet2.session_started(0.0)
