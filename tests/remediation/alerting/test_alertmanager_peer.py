@@ -91,7 +91,7 @@ STORM = """\
 format: 1
 name: alertmanager-storm
 seed: 31
-duration_s: 80
+duration_s: 100
 sample_interval_s: 1
 fabric: {spines: 2, leaves: 2, hosts_per_leaf: 2, uplinks_per_pair: 1, link_gbps: 400,
          host_gbps: 400}
@@ -99,7 +99,7 @@ routing: ecmp
 traffic:
   - {pattern: alltoall, hosts: all, load: 0.3, qps_per_flow: 4}
 faults:
-  - {kind: pfc_storm, target: host3, at_s: 15, until_s: 45, params: {priority: 3}}
+  - {kind: pfc_storm, target: host3, at_s: 15, until_s: 35, params: {priority: 3}}
 """
 
 
@@ -133,7 +133,7 @@ def test_a_run_at_speed_10_resolves_in_alertmanager_on_time(alertmanager, tmp_pa
         watcher.join(5)
     storm = [a for a in report["alerts"] if a["kind"] == "pfc_storm" and a["root_cause"]]
     assert storm and storm[0]["entity"] == "host3", report["alerts"]
-    assert storm[0]["last_s"] < 80, "rocewatch resolved it before the run ended"
+    assert storm[0]["last_s"] < 80, "rocewatch resolved it well before the run ended"
     ours = [(t, a) for t, a in seen if parse_instant(a["startsAt"], None) >= started - 60 * NS]
     assert ours, "the incident never reached Alertmanager"
     _, alert = ours[0]
