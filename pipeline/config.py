@@ -100,6 +100,10 @@ class KafkaSettings(Strict):
     max_poll_interval_ms: int = Field(300_000, ge=1000)
     #: how long a client waits for the first broker before it gives up
     bootstrap_timeout_ms: int = Field(30_000, ge=100)
+    #: the longest wait between attempts to reach a broker that is down: also how long a client
+    #: may stay away after the broker is back (kafka-python's default, 30 s, held a producer
+    #: 20-30 s past a restarted broker's return)
+    reconnect_backoff_max_ms: int = Field(1_000, ge=50)
     request_timeout_ms: int = Field(30_000, ge=100)
     #: how long a consumer waits for a commit; a commit that fails is harmless (the work is
     #: redone, and the next commit covers it), a commit that blocks holds the consumer up

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,10 @@ class Producer(Protocol):
 
     def flush(self, timeout_s: float | None = None) -> None:
         """Block until every queued message is acknowledged."""
+
+    def health(self) -> dict[str, Any]:
+        """What the transport has acknowledged so far and how long the rest has waited
+        (:meth:`pipeline.bus.acks.AckClock.health`)."""
 
     def close(self) -> None: ...
 

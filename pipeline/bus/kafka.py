@@ -4,7 +4,12 @@
 * Producers send acks=all with idempotence, batch (``linger_ms``, ``batch_bytes``) and compress
   (lz4 by default). A send that fails later, in the background, is remembered and raised by the
   next :meth:`KafkaProducer.flush`, so a caller that flushes before it commits never commits past
-  a lost message.
+  a lost message. :meth:`KafkaProducer.health` says how far the brokers are behind it: messages
+  not yet acknowledged, how long they have waited for an ack (a stall: a broker died and its
+  partitions have no leader yet, or every broker is away), the longest stall so far.
+* Every client retries a broker that is down at most ``reconnect_backoff_max_ms`` apart (1 s), so
+  it is back within about that once the broker is: kafka-python's own 30 s kept a producer
+  20-30 s past a restarted broker's return.
 * Consumers join a group with auto-commit off; :meth:`KafkaConsumer.commit` commits the positions
   of what ``poll`` returned, and callers commit only once the store has it. On a rebalance the
   partitions that move are picked up by their new owner from the last commit: work that was
@@ -29,6 +34,7 @@ from kafka import KafkaProducer as _KafkaProducer
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
+from pipeline.bus.acks import AckClock, reason
 from pipeline.bus.base import Message
 from pipeline.config import BusSettings
 from pipeline.errors import BusError
@@ -44,15 +50,12 @@ def _client_config(settings: BusSettings) -> dict[str, Any]:
         "security_protocol": k.security_protocol,
         "request_timeout_ms": k.request_timeout_ms,
         "bootstrap_timeout_ms": k.bootstrap_timeout_ms,
+        "reconnect_backoff_max_ms": k.reconnect_backoff_max_ms,
     }
     if k.security_protocol.startswith("SASL"):
         config.update(sasl_mechanism="PLAIN", sasl_plain_username=k.sasl_username,
                       sasl_plain_password=k.sasl_password.get_secret_value())
     return config
-
-
-def _reason(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 class KafkaBus:
@@ -70,7 +73,7 @@ class KafkaBus:
                 self._admin = KafkaAdminClient(**_client_config(self.settings))
             except (KafkaError, OSError) as exc:
                 raise BusError(f"Kafka at {self.settings.kafka.bootstrap}: "
-                               f"{_reason(exc)}") from exc
+                               f"{reason(exc)}") from exc
         return self._admin
 
     def ensure_topics(self, topics: Sequence[str]) -> None:
@@ -91,7 +94,7 @@ class KafkaBus:
                 admin.wait_for_topics(missing, timeout_ms=30_000)
             except (KafkaError, OSError) as exc:
                 raise BusError(f"cannot create topics {', '.join(missing)} on "
-                               f"{k.bootstrap}: {_reason(exc)}") from exc
+                               f"{k.bootstrap}: {reason(exc)}") from exc
             self._known.update(missing)
 
     def producer(self) -> KafkaProducer:
@@ -116,6 +119,7 @@ class KafkaProducer:
         self._failed: BaseException | None = None
         self._failures = 0
         self._lock = threading.Lock()
+        self.acks = AckClock()
         try:
             self._producer = _KafkaProducer(
                 **_client_config(settings),
@@ -128,7 +132,7 @@ class KafkaProducer:
                 allow_auto_create_topics=False,
             )
         except (KafkaError, OSError) as exc:
-            raise BusError(f"Kafka producer at {k.bootstrap}: {_reason(exc)}") from exc
+            raise BusError(f"Kafka producer at {k.bootstrap}: {reason(exc)}") from exc
 
     def _on_error(self, exc: BaseException) -> None:
         with self._lock:
@@ -140,8 +144,15 @@ class KafkaProducer:
         try:
             future = self._producer.send(topic, value=value, key=key)
         except (KafkaError, AssertionError, OSError) as exc:
-            raise BusError(f"cannot send to {topic} on {self._bootstrap}: {_reason(exc)}") from exc
+            raise BusError(f"cannot send to {topic} on {self._bootstrap}: {reason(exc)}") from exc
+        self.acks.on_send()
+        future.add_callback(self.acks.on_ack)
         future.add_errback(self._on_error)
+        future.add_errback(self.acks.on_error)
+
+    def health(self) -> dict[str, Any]:
+        """What the brokers have acknowledged (:meth:`pipeline.bus.acks.AckClock.health`)."""
+        return self.acks.health()
 
     def flush(self, timeout_s: float | None = None) -> None:
         """Wait until everything sent is acknowledged; raise if anything since the last flush
@@ -149,12 +160,12 @@ class KafkaProducer:
         try:
             self._producer.flush(timeout=timeout_s)
         except (KafkaError, OSError) as exc:
-            raise BusError(f"flushing to {self._bootstrap}: {_reason(exc)}") from exc
+            raise BusError(f"flushing to {self._bootstrap}: {reason(exc)}") from exc
         with self._lock:
             failed, failures, self._failed, self._failures = self._failed, self._failures, None, 0
         if failed is not None:
             raise BusError(f"{failures} message(s) to {self._bootstrap} were not delivered: "
-                           f"{_reason(failed)}")
+                           f"{reason(failed)}")
 
     def close(self) -> None:
         self._producer.close(timeout=30)
@@ -213,14 +224,14 @@ class KafkaConsumer:
                 self._consumer.partitions_for_topic(topic)
             self._consumer.subscribe(list(topics), listener=self.rebalances)
         except (KafkaError, OSError) as exc:
-            raise BusError(f"Kafka consumer {group_id} at {k.bootstrap}: {_reason(exc)}") from exc
+            raise BusError(f"Kafka consumer {group_id} at {k.bootstrap}: {reason(exc)}") from exc
 
     def poll(self, timeout_s: float, max_records: int = 500) -> list[Message]:
         try:
             records = self._consumer.poll(timeout_ms=max(0, int(timeout_s * 1000)),
                                           max_records=max_records)
         except (KafkaError, OSError) as exc:
-            raise BusError(f"polling {self.group_id} on {self._bootstrap}: {_reason(exc)}") from exc
+            raise BusError(f"polling {self.group_id} on {self._bootstrap}: {reason(exc)}") from exc
         out: list[Message] = []
         for tp, batch in records.items():
             out.extend(Message(tp.topic, tp.partition, r.offset, r.key, r.value) for r in batch)
@@ -237,7 +248,7 @@ class KafkaConsumer:
             self._consumer.commit(explicit, timeout_ms=self._commit_timeout_ms)
         except (KafkaError, OSError) as exc:
             raise BusError(f"commit of {self.group_id} on {self._bootstrap} failed: "
-                           f"{_reason(exc)}") from exc
+                           f"{reason(exc)}") from exc
 
     def assignment(self) -> list[tuple[str, int]]:
         """The partitions this member holds now."""
@@ -247,4 +258,4 @@ class KafkaConsumer:
         try:
             self._consumer.close(autocommit=False)
         except Exception as exc:  # closing must not fail: say what happened and go on
-            log.warning("closing consumer %s: %s", self.group_id, _reason(exc))
+            log.warning("closing consumer %s: %s", self.group_id, reason(exc))

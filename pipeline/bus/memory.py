@@ -13,7 +13,9 @@ import time
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from pipeline.bus.acks import AckClock
 from pipeline.bus.base import Message
 from pipeline.errors import BusError
 
@@ -123,10 +125,21 @@ class MemoryBus:
 class MemoryProducer:
     def __init__(self, bus: MemoryBus) -> None:
         self._bus = bus
+        self._acks = AckClock()
 
     def send(self, topic: str, value: bytes | None, key: bytes | None = None) -> None:
-        with self._bus._cond:
-            self._bus._append(topic, key, value)
+        self._acks.on_send()
+        try:
+            with self._bus._cond:
+                self._bus._append(topic, key, value)
+        except BusError as exc:  # backpressure held it past max_block_s
+            self._acks.on_error(exc)
+            raise
+        self._acks.on_ack()  # in the log once appended
+
+    def health(self) -> dict[str, Any]:
+        """Sends are synchronous: nothing is pending once ``send`` returns."""
+        return self._acks.health()
 
     def flush(self, timeout_s: float | None = None) -> None:
         """Sends are synchronous; nothing is ever pending."""

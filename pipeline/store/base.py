@@ -31,6 +31,10 @@ class Store(Protocol):
     dialect: Dialect
     database: str
     settings: StoreSettings
+    #: how long (s) a write may stay out of sight of reads while every server runs: 0 when a
+    #: read sees every write before it; on a cluster about the replication lag (a read avoids
+    #: a replica that is catching up, and the other may not have fetched the newest part yet)
+    read_lag_s: float
 
     def migrate(self) -> None:
         """Create the database, tables and rollups if they are missing (and upgrade a store
@@ -56,6 +60,11 @@ class Store(Protocol):
 
     def execute(self, sql: str) -> None:
         """Run a statement with no result (DDL, ALTER)."""
+
+    def unreadable_since(self) -> int | None:
+        """When (server clock, Unix seconds) the oldest write that reads do not see yet was
+        made; None when reads see every write (always, on one server). On a cluster, a part a
+        replica took just before it died waits there until it returns."""
 
     def close(self) -> None: ...
 

@@ -42,6 +42,7 @@ class ChdbStore:
     """A :class:`pipeline.store.base.Store` on chDB."""
 
     dialect = MODERN
+    read_lag_s = 0.0
 
     def __init__(self, settings: StoreSettings) -> None:
         import chdb
@@ -79,6 +80,9 @@ class ChdbStore:
 
     def execute(self, sql: str) -> None:
         self._run(sql)
+
+    def unreadable_since(self) -> int | None:
+        return None  # one engine in this process: a read sees every write before it
 
     def query(self, sql: str) -> Columns:
         result = self._run(sql, "ArrowTable")

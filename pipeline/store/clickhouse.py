@@ -18,7 +18,8 @@ On a cluster (``clickhouse.cluster``) every statement goes to one server, which 
 the ``Distributed`` tables: inserts with ``insert_distributed_sync`` (they return once every shard
 has its rows), reads and writes of a shard to the same replica (``load_balancing = 'in_order'``,
 this server for its own shard), so a read sees what was just written before replication copies
-it; the rollup job's marks without the replicated tables' block deduplication (the job counts
+it, except from a replica that lags (back from an outage, still fetching): reads avoid it until it
+caught up; the rollup job's marks without the replicated tables' block deduplication (the job counts
 them). The cluster DDL (``ON CLUSTER``) waits for every server, so :meth:`migrate` runs it
 only while this server lacks part of the schema: a process that starts while a server of the
 cluster is down does not wait for it.
@@ -57,6 +58,16 @@ from pipeline.store.schema import ACTIONS, ALERTS, ROLLUP_MARKS, SAMPLES, Table,
 
 log = logging.getLogger("rocewatch.store")
 
+#: seconds an ON CLUSTER statement waits for every server of the cluster before it fails
+CLUSTER_DDL_TIMEOUT_S = 60
+#: a replica further behind than this (seconds since the oldest part it has still to fetch was
+#: written) is read only when no other replica of its shard is closer
+REPLICA_MAX_DELAY_S = 2
+#: how long a write may stay out of sight of a cluster's reads with every server up: a read
+#: avoids a replica that lags by more than REPLICA_MAX_DELAY_S while the one it reads fetches
+#: the newest parts (:attr:`pipeline.store.base.Store.read_lag_s`)
+CLUSTER_READ_LAG_S = 10
+
 _METRIC_NAMES: NDArray[np.object_] = np.asarray([m.name for m in CATALOG], dtype=object)
 
 _EMPTY_DTYPES: dict[str, type[np.generic]] = {
@@ -83,6 +94,7 @@ class ClickHouseStore:
         self.settings = settings
         self.database = settings.database
         self.cluster = settings.clickhouse.cluster
+        self.read_lag_s = float(CLUSTER_READ_LAG_S if self.cluster else 0)
         self._local = threading.local()
         self._clients: list[Any] = []
         self._clients_lock = threading.Lock()
@@ -98,8 +110,15 @@ class ClickHouseStore:
             self._query_settings["insert_distributed_sync"] = 1
             # reads and writes of a shard go to the same replica (this server for its own
             # shard, else the first that answers): a read sees what was just written, before
-            # replication copies it to the other replicas
+            # replication copies it to the other replicas ...
             self._query_settings["load_balancing"] = "in_order"
+            # ... unless that replica lags (it came back from an outage and is still fetching
+            # what the others took meanwhile): then reads go to one that does not
+            self._query_settings["max_replica_delay_for_distributed_queries"] = \
+                REPLICA_MAX_DELAY_S
+            # ON CLUSTER DDL waits for every server: bounded (a server that is down takes it
+            # from the cluster's queue when it returns)
+            self._query_settings["distributed_ddl_task_timeout"] = CLUSTER_DDL_TIMEOUT_S
         log.info("ClickHouse %s at %s:%d: %s dialect", self.server_version,
                  settings.clickhouse.host, settings.clickhouse.port, self.dialect.name)
 
@@ -165,6 +184,21 @@ class ClickHouseStore:
 
     def execute(self, sql: str) -> None:
         self._run(sql)
+
+    def unreadable_since(self) -> int | None:
+        """On a cluster: when the oldest part was written that a replica reads go to has still
+        to fetch from the replica that took it (``cluster()`` reads the replicas a Distributed
+        read picks; a replica's own parts are in its queue for a moment too, and do not count).
+        A replica that has not read the shard's replication log that far yet is not seen: the
+        log is read within milliseconds of a write."""
+        if not self.cluster:
+            return None
+        got = self._run(f"SELECT count(), toUInt64(min(create_time)) FROM "
+                        f"cluster({self.cluster}, system, replication_queue) "
+                        f"WHERE database = {literal(self.database)} AND type = 'GET_PART' "
+                        f"AND source_replica != replica_name")
+        pending, oldest = got[0]
+        return int(oldest) if pending else None
 
     def query(self, sql: str) -> Columns:
         data, types = self._run(sql, columnar=True, with_column_types=True)

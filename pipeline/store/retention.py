@@ -7,6 +7,13 @@ is older than the table's retention; the job reads the active partitions from ``
 and is safe to run from several processes at once (dropping a partition that is gone is a
 no-op). It runs at start and then every ``retention_check_s`` from an apscheduler background
 job; engines with TTL skip it.
+
+On a cluster the partitions are those of the ``_local`` tables on every shard
+(``cluster(<name>, system, parts)`` reads one replica of each), and a partition is dropped
+``ON CLUSTER``: each shard's replicas drop it once, through its replication log. An ON CLUSTER
+drop waits for every server for a bounded time
+(:data:`pipeline.store.clickhouse.CLUSTER_DDL_TIMEOUT_S`), then fails the run; a server that was
+down drops it from the cluster's DDL queue when it returns.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Any
 from pipeline.config import StoreSettings
 from pipeline.errors import StoreError
 from pipeline.store.base import Store, literal, rollup_retention
+from pipeline.store.dialect import local_name
 from pipeline.store.schema import ROLLUP_MARKS, TABLES
 
 log = logging.getLogger("rocewatch.retention")
@@ -39,7 +47,7 @@ def last_day(partition: str) -> date | None:
 
 def retention_days(settings: StoreSettings) -> dict[str, int]:
     """Days kept, by table name."""
-    days = {t.name: settings.retention_days for t in (*TABLES, ROLLUP_MARKS)}
+    days = {t.name: settings.retention_days for t in (*TABLES, ROLLUP_MARKS) if t.expires}
     days.update(rollup_retention(settings))
     return days
 
@@ -47,16 +55,17 @@ def retention_days(settings: StoreSettings) -> dict[str, int]:
 def expired_partitions(store: Store, settings: StoreSettings, today: date) -> list[tuple[str, str]]:
     """``(table, partition)`` pairs whose whole range is older than the table's retention."""
     days = retention_days(settings)
-    suffix = "_local" if getattr(store, "cluster", "") else ""
-    names = [name + suffix for name in days]
+    cluster = _cluster(store)
+    local = {local_name(name, cluster): name for name in days}
+    source = f"cluster({cluster}, system, parts)" if cluster else "system.parts"
     parts = store.query(
-        f"SELECT DISTINCT table, partition FROM system.parts WHERE active "
+        f"SELECT DISTINCT table, partition FROM {source} WHERE active "
         f"AND database = {literal(store.database)} "
-        f"AND table IN ({', '.join(literal(n) for n in names)})")
+        f"AND table IN ({', '.join(literal(n) for n in local)})")
     out = []
     for table, partition in zip(parts.get("table", []), parts.get("partition", []), strict=True):
         end = last_day(str(partition).strip("'"))
-        keep = days[str(table).removesuffix(suffix)]
+        keep = days[local[str(table)]]
         if end is not None and end < today - timedelta(days=keep):
             out.append((str(table), str(partition).strip("'")))
     return sorted(out)
@@ -65,10 +74,12 @@ def expired_partitions(store: Store, settings: StoreSettings, today: date) -> li
 def drop_expired(store: Store, settings: StoreSettings, today: date | None = None) -> int:
     """Drop every expired partition; returns how many were dropped."""
     today = today or datetime.now(UTC).date()
+    cluster = _cluster(store)
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
     dropped = 0
     for table, partition in expired_partitions(store, settings, today):
         try:
-            store.execute(f"ALTER TABLE {store.database}.{table} DROP PARTITION "
+            store.execute(f"ALTER TABLE {store.database}.{table}{on_cluster} DROP PARTITION "
                           f"{literal(partition) if not partition.isdigit() else partition}")
         except StoreError as exc:
             log.error("retention: cannot drop %s partition %s: %s", table, partition, exc)
@@ -76,6 +87,11 @@ def drop_expired(store: Store, settings: StoreSettings, today: date | None = Non
         log.info("retention: dropped %s partition %s", table, partition)
         dropped += 1
     return dropped
+
+
+def _cluster(store: Store) -> str:
+    """The cluster a store writes through (``""``: one server, or chDB)."""
+    return str(getattr(store, "cluster", ""))
 
 
 class RetentionJob:

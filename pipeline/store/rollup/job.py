@@ -6,7 +6,8 @@ is ``lateness`` past the bucket's end. The data's event time is the newest one t
 (the store writes marks with every sample insert; ingest's say how far every partition it reads
 has come: :mod:`pipeline.store.rollup.clock`). Each run
 
-1. reads the rollups' states and the marks written since the last run (server clock);
+1. reads the rollups' states and the marks written since the last run (server clock; on a
+   cluster the last :attr:`Store.read_lag_s` again, as a read may see a write late);
 2. re-rolls the minute buckets already rolled that new marks name (late samples), unless they are
    more than ``max_late`` behind the event time (those stay in the raw samples; counted), and the
    rolled buckets within the rate rule's horizon after them (a late sample changes how the
@@ -19,11 +20,19 @@ has come: :mod:`pipeline.store.rollup.clock`). Each run
 
 A restart resumes from the states in the store. Several ingest processes may each run the job:
 they read the same marks and states, and a bucket rolled twice is the same row.
+
+On a cluster a roll may read a shard's replica that lacks a part another replica took just
+before it died (the part waits there until it returns: :meth:`Store.unreadable_since`). Minute
+buckets rolled while some write was unreadable are rolled again, as late ones, by the first run
+that finds every such write readable: a bucket's rows then hold every sample the store took,
+whatever died meanwhile. (The list lives in the process: a job restarted in between leaves them
+as rolled.)
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -55,6 +64,7 @@ NS = 1_000_000_000
 MAX_STATEMENTS_PER_RUN = 60
 
 
+
 @dataclass
 class RollupStats:
     """What the job did (exposed by the health endpoints)."""
@@ -68,6 +78,8 @@ class RollupStats:
     rerolled: dict[str, int] = field(default_factory=dict)
     #: minute buckets whose late samples came after ``max_late`` (left to the raw samples)
     too_late: int = 0
+    #: minute buckets rolled again because a write was unreadable when they were rolled
+    unsure_rerolled: int = 0
     #: the data's event time, and each rollup's watermark (ns)
     event_ns: int = 0
     done_ns: dict[str, int] = field(default_factory=dict)
@@ -90,9 +102,11 @@ class RollupJob:
         self.stats = RollupStats()
         self._lock = threading.Lock()
         self._scheduler: Any = None
-        #: marks read at or after the second the last recorded run started, by (bucket, second)
-        self._edge: dict[tuple[int, int], int] = {}
-        self._edge_s = -1
+        #: the marks of the re-read window this job has accounted for, by (bucket, second)
+        self._seen: dict[tuple[int, int], int] = {}
+        #: minute buckets rolled while a write was unreadable, by the server second they were
+        #: rolled: rolled again once every write from before then is readable
+        self._unsure: dict[int, int] = {}
 
     @property
     def needed(self) -> bool:
@@ -135,13 +149,20 @@ class RollupJob:
         store, db = self.store, self.store.database
         states = self.states()
         now_s = int(store.query("SELECT toUInt64(now()) AS now")["now"][0])
+        unreadable = store.unreadable_since()
         root = self.rollups[0]
         before = states.get(root.name, State())
-        counts, newest = self._marks_since(before.scanned_s)
-        # the marks of the seconds the last run read in part were accounted for then: only the
-        # ones written since count (the server's clock has whole seconds)
-        seen = self._edge if self._edge_s == before.scanned_s else {}
-        marked = sorted({b for (b, at), n in counts.items() if n > seen.get((b, at), 0)})
+        # marks are read again for a while after the last scan, and from before any write not
+        # yet readable: a mark that a read did not see yet (it sits on a replica reads avoid
+        # until it caught up, or on one that died) is found later; the ones already accounted
+        # for do not count twice (the server's clock has whole seconds)
+        reread = math.ceil(store.read_lag_s)
+        horizon = min(before.scanned_s, unreadable if unreadable is not None else now_s)
+        since = max(0, horizon - reread)
+        counts, newest = self._marks_since(since)
+        settled = self._settled(unreadable)
+        marked = sorted({b for (b, at), n in counts.items() if n > self._seen.get((b, at), 0)}
+                        | settled)
         event = max(before.event_ns, forced_event_ns or 0, newest)
         if not before.done_ns and not marked:
             return 0  # no data yet
@@ -162,13 +183,27 @@ class RollupJob:
             new[rollup.name] = State(rolled.done_ns, now_s, event)
             count += rolled.buckets
             reached = rolled.done_ns
+            if rollup is root and unreadable is not None:  # once: not those rolled again now
+                self._unsure.update((b, now_s) for b in rolled.starts if b not in settled)
         if counts or count:
             store.execute(state_insert(db, new))
-            self._edge = {key: n for key, n in counts.items() if key[1] >= now_s}
-            self._edge_s = now_s
+        keep = min(now_s, unreadable if unreadable is not None else now_s) - reread
+        self._seen = {key: n for key, n in counts.items() if key[1] >= keep}
         self.stats.event_ns = event
         self.stats.done_ns = {name: s.done_ns for name, s in new.items()}
         return count
+
+    def _settled(self, unreadable: int | None) -> set[int]:
+        """The buckets rolled while a write was unreadable that every write from before their
+        roll is readable for now (taken off the list: the caller rolls them again)."""
+        ready = {b for b, at in self._unsure.items() if unreadable is None or unreadable > at}
+        if ready:
+            self.stats.unsure_rerolled += len(ready)
+            log.info("rolling %d minute bucket(s) again: rolled while a write was unreadable",
+                     len(ready))
+        for b in ready:
+            del self._unsure[b]
+        return ready
 
     def _marks_since(self, scanned_s: int) -> tuple[dict[tuple[int, int], int], int]:
         """Marks written since ``scanned_s``: how many per (bucket, second written), and the
@@ -195,19 +230,19 @@ class RollupJob:
         """Re-roll the ``late`` buckets, then roll ``[done_ns, target_ns)`` (as much as one run
         may); returns how far it got."""
         store, name, width = self.store, rollup.name, rollup.bucket_ns
-        buckets = 0
+        starts: list[int] = []
         for lo, hi in roll_ranges(late, rollup):
             store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi))
             self.stats.statements += 1
             self.stats.rerolled[name] = self.stats.rerolled.get(name, 0) + (hi - lo) // width
-            buckets += (hi - lo) // width
+            starts.extend(range(lo, hi, width))
         ranges, reached = self._forward(rollup, done_ns, target_ns)
         for lo, hi in ranges:
             store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi))
             self.stats.statements += 1
             self.stats.rolled[name] = self.stats.rolled.get(name, 0) + (hi - lo) // width
-            buckets += (hi - lo) // width
-        return _Rolled(reached, buckets)
+            starts.extend(range(lo, hi, width))
+        return _Rolled(reached, starts)
 
     def _forward(self, rollup: Rollup, done_ns: int, target_ns: int,
                  ) -> tuple[list[tuple[int, int]], int]:
@@ -269,4 +304,9 @@ def _with_followers(buckets: list[int], done_ns: int, width_ns: int) -> list[int
 @dataclass(frozen=True)
 class _Rolled:
     done_ns: int
-    buckets: int
+    #: the buckets rolled (starts, ns)
+    starts: list[int]
+
+    @property
+    def buckets(self) -> int:
+        return len(self.starts)

