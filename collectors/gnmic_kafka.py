@@ -26,6 +26,7 @@ samples were handed on and the producer behind ``emit`` (the runner's) flushed t
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 from collections.abc import Mapping
@@ -42,6 +43,7 @@ from pipeline.config import BusSettings, KafkaSettings
 from pipeline.errors import BusError, ConfigError, DecodeError
 from pipeline.model import BatchBuilder
 from pipeline.retry import REPOLL, Backoff
+from pipeline.times import MAX_INSTANT_NS
 from pipeline.wire.deadletter import DeadLetter, DeadLetters
 from pipeline.wire.items import parse_json
 
@@ -108,8 +110,9 @@ class EventDecoder:
         if not isinstance(event, dict):
             raise DecodeError(f"event {i} is a {type(event).__name__}, not an object")
         ts, tags, values = event.get("timestamp"), event.get("tags", {}), event.get("values", {})
-        if not isinstance(ts, int) or isinstance(ts, bool) or ts <= 0:
-            raise DecodeError(f"event {i}: timestamp must be a positive integer (ns)")
+        if not isinstance(ts, int) or isinstance(ts, bool) or not 0 < ts < MAX_INSTANT_NS:
+            raise DecodeError(f"event {i}: timestamp must be a positive integer (ns) before "
+                              "2100")
         if not isinstance(tags, dict) or not isinstance(values, dict):
             raise DecodeError(f"event {i}: tags and values must be objects")
         device = tags.get(self.device_tag)
@@ -127,7 +130,9 @@ class EventDecoder:
                 continue
             spec = self.mapper.specs[sid]
             value = _number(raw, spec.enum)
-            if value is None:
+            # as the gNMI decoder reads values: finite, and a counter never negative
+            if value is None or not math.isfinite(value) or (
+                    value < 0 and self.mapper.is_counter(sid)):
                 self.bad_values += 1
                 continue
             out.append((ts, device, spec.port, spec.metric, spec.qual, value * spec.scale,
@@ -160,10 +165,15 @@ def _number(raw: Any, enum: Mapping[str, int] | None) -> float | None:
     if isinstance(raw, bool):
         return 1.0 if raw else 0.0
     if isinstance(raw, (int, float)):
-        return float(raw)
+        try:
+            return float(raw)
+        except OverflowError:  # an integer past any float
+            return None
     if isinstance(raw, str):
         try:
             return float(int(raw))
+        except OverflowError:
+            return None
         except ValueError:
             pass
         if enum is not None:

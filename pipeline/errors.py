@@ -34,7 +34,10 @@ class ConfigError(RocewatchError):
 
     def __init__(self, message: str, path: str = "") -> None:
         self.path = path
-        super().__init__(f"{path}: {message}" if path else message)
+        text = f"{path}: {message}" if path else message
+        # one line, whatever a file's keys or values hold: control characters are shown escaped
+        super().__init__(text if text.isprintable() else "".join(
+            c if c.isprintable() else repr(c)[1:-1] for c in text))
 
 
 class PluginError(RocewatchError):

@@ -44,6 +44,8 @@ from pipeline.model import SampleBatch
 NOT_PRESENT = 6.0
 #: an initial value closer than this share of an interval to the previous sample is a repeat
 REPEAT_FRACTION = 0.75
+#: the most digits after the point a Decimal64 may claim (its 64-bit digits hold 19)
+MAX_DECIMAL_PRECISION = 100
 _OPER_STATUS = metric_id("if_oper_status")
 _MODULE_PREFIX = re.compile(r"^[a-z][a-z0-9_.-]*:")
 _SCALARS = frozenset({"uint_val", "int_val", "double_val", "float_val", "bool_val",
@@ -199,6 +201,11 @@ class GnmiDecoder:
         elif kind in _SCALARS:
             value = getattr(v, kind)
         elif kind == "decimal_val":
+            if v.decimal_val.precision > MAX_DECIMAL_PRECISION:  # 10**(2**32-1) never ends
+                self.tally.record(self.health, "wrong_type",
+                                  f"{self._where(prefix, path)}: decimal precision "
+                                  f"{v.decimal_val.precision}")
+                return
             value = v.decimal_val.digits / 10 ** v.decimal_val.precision
         else:
             self.tally.record(self.health, "wrong_type",

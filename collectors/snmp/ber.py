@@ -90,10 +90,20 @@ def _varbinds(buf: bytes, i: int, end: int) -> list[Varbind]:
     out: list[Varbind] = []
     append = out.append
     frombytes = int.from_bytes
+    if end > len(buf):
+        raise DecodeError("varbind list runs past the end of the message")
     while i < end:
         # SEQUENCE { name OBJECT IDENTIFIER, value }; short lengths are the common case
+        if buf[i] != 0x30:
+            raise DecodeError(f"varbind at offset {i} is not a SEQUENCE")
         n = buf[i + 1]
-        i += 2 if n < 0x80 else 2 + (n & 0x7F)
+        if n < 0x80:
+            i, stop = i + 2, i + 2 + n
+        else:
+            n, i = _length(buf, i + 1)
+            stop = i + n
+        if buf[i] != OBJECT_IDENTIFIER:
+            raise DecodeError(f"varbind name at offset {i} is not an OBJECT IDENTIFIER")
         n = buf[i + 1]
         if n < 0x80:
             oid = buf[i + 2:i + 2 + n]
@@ -111,6 +121,8 @@ def _varbinds(buf: bytes, i: int, end: int) -> list[Varbind]:
             n, j = _length(buf, i + 1)
             raw = buf[j:j + n]
             i = j + n
+        if i != stop:
+            raise DecodeError(f"varbind ending at offset {i} does not fill its SEQUENCE")
         if tag in UNSIGNED:
             append((oid, tag, frombytes(raw, "big")))
         elif tag == INTEGER:

@@ -47,6 +47,9 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     out: dict[Any, Any] = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node)
+        if isinstance(key, (list, dict, set)):  # YAML allows "? [a, b]"; no scenario key is one
+            raise ConfigError(f"a key must be a name, not {key!r} (line "
+                              f"{key_node.start_mark.line + 1})")
         if key in out:
             raise ConfigError(f"duplicate key {key!r} (line {key_node.start_mark.line + 1})")
         out[key] = loader.construct_object(value_node)
@@ -196,7 +199,7 @@ def _hosts(data: Any, path: str, topo: Topology) -> tuple[str, ...]:
     known = set(names)
     seen: set[str] = set()
     for i, h in enumerate(items):
-        if h not in known:
+        if not isinstance(h, str) or h not in known:
             raise ConfigError(f"unknown host {h!r} (hosts are host1..host{len(names)})",
                               f"{path}[{i}]")
         if h in seen:
