@@ -27,6 +27,7 @@ from pipeline.rates.rule import (
     GAP_FACTOR,
     HORIZON_NS,
     MISSING,
+    NS,
     RATED,
     Status,
 )
@@ -66,6 +67,13 @@ def cadence_sql(t: str, before: Sequence[str]) -> str:
     median = (f"if(length(s) >= {CADENCE_MIN}, (s[intDiv(length(s) - 1, 2) + 1] + "
               f"s[intDiv(length(s), 2) + 1]) / 2, 0)")
     return f"arrayMap(s -> {median}, [arraySort(arrayFilter(w -> w > 0, [{widths}]))])[1]"
+
+
+def per_second_sql(increase: str, span_ns: str) -> str:
+    """:func:`pipeline.rates.rule.per_second` in SQL: the increase over a span of event time as a
+    per-second rate, NaN for an empty span (the same operations in the same order, so the same
+    floats)."""
+    return f"if({span_ns} > 0, {increase} * {NS} / {span_ns}, nan)"
 
 
 def counter_sql(column: str = "metric") -> str:

@@ -37,7 +37,9 @@ from ui.query.views import (
     AlertList,
     Clock,
     FabricStatus,
+    FabricView,
     Health,
+    HeatMap,
     IncidentList,
     LatestList,
     SeriesSet,
@@ -345,6 +347,34 @@ def create_app(query: Query, probes: Probes | None = None,
     def topology() -> TopologyView:
         """The fabric's switches, links and hosts (when known) and the devices seen."""
         return query.topology_view()
+
+    @route("GET", "/v1/fabric", "read", response_model=FabricView, tags=["fabric"])
+    def fabric(
+        group: Annotated[str | None, Param(max_length=32, description=(
+            "a zone (z3), the aggregation tier (agg) or fabric (two tiers): its switches"))] = None,
+        switch: Annotated[str | None, Param(max_length=64, description=(
+            "a switch: its ports, and its group's switches"))] = None,
+        incident: Annotated[str | None, Param(max_length=32, description=(
+            "a firing incident's fingerprint: its pause tree"))] = None,
+    ) -> FabricView:
+        """The fabric in its hierarchy: zones and the aggregation tier, worst first, with health
+        rolled up from links, hosts and ports; a group's switches or a switch's ports; an
+        incident's pause tree."""
+        return query.fabric(group, switch, incident)
+
+    @route("GET", "/v1/heatmap", "read", response_model=HeatMap, tags=["fabric"])
+    def heatmap(
+        scope: Annotated[str | None, Param(max_length=64, description=(
+            "a group (z3, agg) or a switch; default: the whole fabric"))] = None,
+        sort: Annotated[str | None, Param(max_length=16, description=(
+            "the column to rank by: util, pfc_rx, pfc_tx, paused, ecn, errors"))] = None,
+        search: Annotated[str | None, Param(max_length=64, description=(
+            "ports whose name, link or host, or far end contains this"))] = None,
+        top: Annotated[int, Param(ge=1, le=500, description="rows to return")] = 50,
+    ) -> HeatMap:
+        """The ports that matter: every connected port's utilisation, PFC pauses each way, time
+        paused, ECN marks and errors, ranked by one of them."""
+        return query.heatmap(scope, sort, search, top)
 
     if publisher is not None:
         commands = publisher

@@ -39,7 +39,9 @@ from ui.query.views import (
     AlertList,
     Clock,
     FabricStatus,
+    FabricView,
     Health,
+    HeatMap,
     IncidentList,
     LatestList,
     SeriesSet,
@@ -144,6 +146,14 @@ class ApiClient:
 
     def topology(self) -> TopologyView:
         return self._get(TopologyView, "/v1/topology")
+
+    def fabric(self, **params: Any) -> FabricView:
+        """``/v1/fabric``: groups worst first; ``group=``, ``switch=``, ``incident=``."""
+        return self._get(FabricView, "/v1/fabric", params)
+
+    def heatmap(self, **params: Any) -> HeatMap:
+        """``/v1/heatmap``: ``scope=``, ``sort=``, ``search=``, ``top=``."""
+        return self._get(HeatMap, "/v1/heatmap", params)
 
     def alerts(self, **params: Any) -> AlertList:
         return self._get(AlertList, "/v1/alerts", params)

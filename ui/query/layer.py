@@ -11,55 +11,45 @@ the store. Invalid requests raise :class:`pipeline.errors.QueryError` before any
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import QueryError, StoreError
 from pipeline.metrics import Metric
 from pipeline.store.base import Store, literal
-from pipeline.store.rollup.read import rollup_rows
 from pipeline.store.schema import ROLLUPS, Rollup
 from pipeline.topology.model import Topology
 from ui.query import params as p
 from ui.query.actions import ActionFilter, actions_sql, rows_to_actions
 from ui.query.alerts import AlertFilter, episodes_sql, group_incidents, rows_to_alerts, state_sql
 from ui.query.clock import FabricClock
-from ui.query.latest import LatestRow, latest
+from ui.query.fabric_state import FabricState, StatusOptions
+from ui.query.latest import latest
 from ui.query.rollup_series import SOURCES, pick_rollup, rollup_sql, rollup_values
 from ui.query.series import GAUGE_AGGS, SeriesRequest, Triple, build_result, raw_values
-from ui.query.status import entity_statuses, level_counts, utilisation
+from ui.query.status import utilisation
 from ui.query.views import (
     ActionList,
     AlertList,
     AlertView,
     Clock,
     FabricStatus,
+    FabricView,
     Health,
+    HeatMap,
     IncidentList,
     LatestList,
     LatestValue,
     SeriesSet,
-    Telemetry,
     TopologyView,
+    Utilisation,
 )
 
 NS = p.NS
 Names = str | Sequence[str] | None
 
-
-@dataclass(frozen=True)
-class StatusOptions:
-    """Windows of the fabric status, in event time (wall seconds for silence)."""
-
-    utilisation_window_ns: int = 30 * NS
-    stale_after_ns: int = 60 * NS
-    seen_window_ns: int = 3600 * NS
-    silent_after_s: float = 30.0
-    status_cache_s: float = 1.0
-    utilisation_cache_s: float = 5.0
+__all__ = ["Query", "StatusOptions"]
 
 
 class Query:
@@ -75,12 +65,10 @@ class Query:
         self.limits = limits or p.Limits.for_store(store.settings)
         self.options = options or StatusOptions()
         self.clock = FabricClock(store, wall, silent_after_s=self.options.silent_after_s)
-        self._devices_lock = threading.Lock()
-        self._devices: tuple[float, list[tuple[str, int]]] = (0.0, [])
         self._rollups: list[Rollup] | None = None
-        self._status_lock = threading.Lock()
-        self._status: tuple[float, int, FabricStatus | None] = (0.0, 0, None)
-        self._util: tuple[float, list[LatestRow]] = (0.0, [])
+        #: the present: status, the fabric in its hierarchy, the heat map
+        self.fabric_state = FabricState(store, self._topology, self.clock, self.rollups,
+                                        self.limits, self.options)
 
     @property
     def topology(self) -> Topology | None:
@@ -278,98 +266,37 @@ class Query:
 
     # -- fabric ---------------------------------------------------------------------------------
 
-    def devices_seen(self, now_ns: int) -> list[tuple[str, int]]:
-        """``(device, last sample ns)`` for devices heard from in the last hour (cached 2 s)."""
-        with self._devices_lock:
-            at, cached = self._devices
-            if time.monotonic() - at < 2.0:
-                return cached
-        d = self.store.dialect
-        lo = now_ns - self.options.seen_window_ns
-        minute = next((r for r in self.rollups() if r.bucket_s == 60), None)
-        if minute is not None:
-            # the 1-minute rollup: ~60x fewer rows than the samples, the same last times
-            rows = rollup_rows(self.store, minute, (), lo - minute.bucket_ns, distinct=False)
-            cols = self.store.query(
-                f"SELECT device, max(t1) AS last FROM {rows} GROUP BY device ORDER BY device")
-        else:
-            cols = self.store.query(
-                f"SELECT device, max({d.stored('ts')}) AS last FROM {self.store.database}.samples "
-                f"WHERE {d.time_cmp('ts')} >= {d.ns_to_time(lo)} GROUP BY device ORDER BY device")
-        found = [(str(dev), int(last)) for dev, last in zip(cols.get("device", ()),
-                                                            cols.get("last", ()), strict=True)]
-        with self._devices_lock:
-            self._devices = (time.monotonic(), found)
-        return found
-
-    def telemetry(self, clock: Clock) -> Telemetry:
-        seen = self.devices_seen(clock.now_ns)
-        last = dict(seen)
-        topology = self.topology
-        expected = list(topology.switches) if topology is not None else list(last)
-        stale = [dev for dev in expected
-                 if last.get(dev, 0) < clock.now_ns - self.options.stale_after_ns]
-        silent = self.clock.silent_s()
-        state: Any = "empty" if clock.latest_sample_ns is None else (
-            "silent" if silent is not None and silent > self.options.silent_after_s else "live")
-        return Telemetry(state=state, latest_ns=clock.latest_sample_ns, silent_s=silent,
-                         devices_seen=len(last), stale_devices=stale)
+    def devices_seen(self) -> list[tuple[str, int]]:
+        """``(device, newest sample ns)`` of the devices reporting."""
+        return self.fabric_state.devices_seen()
 
     def status(self, top: int = 20) -> FabricStatus:
         """Every link, host and switch that is not ok, level counts, the busiest links.
 
         Answers are reused for ``status_cache_s`` (every open dashboard asks every few seconds)."""
-        if not 0 <= top <= 1000:
-            raise QueryError(f"top: {top} is outside 0..1000")
-        with self._status_lock:
-            at, cached_top, cached = self._status
-            if cached is not None and cached_top == top and \
-                    time.monotonic() - at < self.options.status_cache_s:
-                return cached
-        answer = self._status_now(top)
-        with self._status_lock:
-            self._status = (time.monotonic(), top, answer)
-        return answer
+        return self.fabric_state.status(top, self._utilisation)
 
-    def _status_now(self, top: int) -> FabricStatus:
-        clock = self.clock.now()
-        telemetry = self.telemetry(clock)
-        firing = rows_to_alerts(self.store.query(
-            state_sql(self.store, None, AlertFilter(), firing_only=True,
-                      limit=self.limits.max_rows * 4)))
-        topology = self.topology
-        statuses = entity_statuses(firing, topology, telemetry.stale_devices
-                                   if telemetry.state == "live" else [])
-        rows = self._utilisation(clock.now_ns) if top else []
-        return FabricStatus(
-            clock=clock, telemetry=telemetry,
-            counts=level_counts(statuses, topology, [d for d, _ in
-                                                     self.devices_seen(clock.now_ns)]),
-            entities=statuses, top_utilisation=utilisation(rows, topology, top))
+    def fabric(self, group: str | None = None, switch: str | None = None,
+               incident: str | None = None) -> FabricView:
+        """The fabric's groups (zones, the aggregation tier) worst first; a group's switches,
+        a switch's ports; an incident's pause tree (:mod:`ui.query.fabric_state`)."""
+        return self.fabric_state.fabric(group, switch, incident)
 
-    def _utilisation(self, now_ns: int) -> list[LatestRow]:
-        """Every port's recent octet rates (cached: it reads the whole fabric)."""
-        with self._status_lock:
-            at, rows = self._util
-            if time.monotonic() - at < self.options.utilisation_cache_s:
-                return rows
+    def heatmap(self, scope: str | None = None, sort: str | None = None,
+                search: str | None = None, top: int = 50) -> HeatMap:
+        """The ports that matter, ranked by ``sort`` (:mod:`ui.query.heatmap`)."""
+        return self.fabric_state.heatmap(scope or "", sort or "pfc_rx", search or "", top)
+
+    def _utilisation(self, top: int) -> list[Utilisation]:
+        """The busiest ports without a topology: every port's recent octet rates."""
         minute = next((r for r in self.rollups() if r.bucket_s == 60), None)
+        now_ns = self.clock.now().now_ns
         rows = latest(self.store, now_ns, self.options.utilisation_window_ns,
                       ["if_in_octets", "if_out_octets"], rollup=minute)
-        with self._status_lock:
-            self._util = (time.monotonic(), rows)
-        return rows
+        return utilisation(rows, None, top)
 
     def topology_view(self) -> TopologyView:
-        clock = self.clock.now()
-        devices = [d for d, _ in self.devices_seen(clock.now_ns)]
-        topology = self.topology
-        if topology is None:
-            return TopologyView(known=False, spines=[], leaves=[], links=[], hosts=[],
-                                devices=devices)
-        data = topology.to_json()
-        return TopologyView(known=True, spines=data["spines"], leaves=data["leaves"],
-                            links=data["links"], hosts=data["hosts"], devices=devices)
+        return self.fabric_state.topology_view()
 
     def health(self, loops: dict[str, dict[str, Any]] | None = None) -> Health:
         """The store's reachability, the clock, and the platform's loops as they report."""

@@ -5,20 +5,23 @@ An alert touches its own entity and, through the topology, the link or host of e
 worst touching alert's severity; a symptom an incident explains counts at most as ``warning``, so
 red marks the roots, not every victim. Switches whose telemetry stopped are ``nodata``. Only
 entities that are not ok are listed, so the answer stays small on a fabric of thousands of ports.
+An entity in maintenance (a drained link, an isolated host, or one of their ports) says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.errors import ConfigError
 from pipeline.topology.model import Port, Topology
+from pipeline.topology.names import HOST, parse_name
 from ui.query.alerts import severity_rank
 from ui.query.latest import LatestRow
 from ui.query.views import (
     LEVELS,
     AlertView,
+    Drained,
     EntityKind,
     EntityStatus,
     Level,
@@ -38,16 +41,22 @@ def entity_kind(entity: str, topology: Topology | None) -> EntityKind:
         return "link"
     if ":" in entity:
         return "port"
-    if entity.startswith("host"):
-        return "host"
-    if entity.startswith(("leaf", "spine", "tor", "super")):
+    parsed = parse_name(entity)
+    if parsed is not None:
+        return "host" if parsed.role == HOST else "switch"
+    if entity.startswith(("tor", "super")):
         return "switch"
     return "other"
 
 
-def touched(alert: AlertView, topology: Topology | None) -> set[str]:
-    """The entities an alert colours: its own and those of its ports."""
+def touched(alert: AlertView, topology: Topology | None,
+            owners: Mapping[str, str] | None = None) -> set[str]:
+    """The entities an alert colours: its own and those of its ports (``owners``: the link or
+    host on each ``device:port`` of the topology, when the caller has them at hand)."""
     out = {alert.entity}
+    if owners is not None:
+        out.update(owner for text in alert.ports if (owner := owners.get(text)) is not None)
+        return out
     if topology is None:
         return out
     for text in alert.ports:
@@ -78,14 +87,25 @@ class _Worst:
 
 
 def entity_statuses(alerts: Sequence[AlertView], topology: Topology | None,
-                    stale_devices: Sequence[str]) -> list[EntityStatus]:
-    """Every entity that is not ok, worst first (then by name)."""
+                    stale_devices: Sequence[str],
+                    drained: Sequence[Drained] = (),
+                    owners: Mapping[str, str] | None = None) -> list[EntityStatus]:
+    """Every entity that is not ok, worst first (then by name); ``owners`` as for
+    :func:`touched`."""
+    held = {d.target: d.summary for d in drained}
+    if topology is not None:
+        for d in drained:
+            owner = topology.link_by_id.get(d.target)
+            ports = owner.ends() if owner is not None else (
+                (topology.host_by_name[d.target].port,) if d.target in topology.host_by_name
+                else ())
+            held.update({str(port): d.summary for port in ports})
     explained = {fp for a in alerts if a.root_cause for fp in a.explains}
     worst: dict[str, _Worst] = {}
     for alert in alerts:
         level = alert_level(alert, explained)
         order = (LEVELS.index(level), 0 if alert.root_cause else 1, severity_rank(alert.severity))
-        for entity in touched(alert, topology):
+        for entity in touched(alert, topology, owners):
             cur = worst.get(entity)
             if cur is None:
                 worst[entity] = _Worst(level, alert, 1, order)
@@ -93,11 +113,13 @@ def entity_statuses(alerts: Sequence[AlertView], topology: Topology | None,
             cur.count += 1
             if order < cur.order:
                 cur.level, cur.alert, cur.order = level, alert, order
+    # built without validation: every field is typed already (thousands in a storm)
     out = [
-        EntityStatus(entity=name, kind=entity_kind(name, topology), level=w.level,
-                     alert=w.alert.name, fingerprint=w.alert.fingerprint,
-                     root_cause=w.alert.root_cause, summary=w.alert.summary,
-                     since_ns=w.alert.starts_ns, alerts=w.count)
+        EntityStatus.model_construct(
+            entity=name, kind=entity_kind(name, topology), level=w.level, alert=w.alert.name,
+            fingerprint=w.alert.fingerprint, root_cause=w.alert.root_cause,
+            summary=w.alert.summary, since_ns=w.alert.starts_ns, alerts=w.count,
+            drained=held.get(name))
         for name, w in worst.items()
     ]
     for device in stale_devices:

@@ -47,6 +47,8 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("GET", "/v1/actions"): "read",
     ("GET", "/v1/status"): "read",
     ("GET", "/v1/topology"): "read",
+    ("GET", "/v1/fabric"): "read",
+    ("GET", "/v1/heatmap"): "read",
     ("POST", "/v1/commands"): "operator",
 }
 #: a valid request of each route
