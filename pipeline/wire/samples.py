@@ -20,7 +20,9 @@ Layout of version 2 (all integers little-endian; ``docs/bus-encoding.md`` has th
             8n    value     float64
             1n    flags     uint8 (1: Counter32 source, 2: counters reset before this sample)
 
-Version 1 is the same without any padding (columns right after the vocabularies); it is still
+A name that holds a NUL (the separator) or a lone surrogate (which UTF-8 cannot hold) travels
+with U+FFFD in their place, so no row changes device or port. Version 1 is the same without any
+padding (columns right after the vocabularies); it is still
 decoded. Decoding copies nothing but the vocabulary: columns are numpy views over the message
 bytes, aligned for version 2 (a misaligned view is slower to read and makes Arrow warn, and copy,
 when chDB takes it).
@@ -34,6 +36,7 @@ catalog (a newer producer's metric), are dropped and reported, and the other row
 
 from __future__ import annotations
 
+import re
 import struct
 
 import numpy as np
@@ -60,6 +63,8 @@ _ROW_BYTES = sum(np.dtype(t).itemsize for _, t in _COLUMNS)
 ROW_BYTES = _ROW_BYTES
 ENCODING_OVERHEAD = _HEADER.size + (ALIGN - 1) * len(_COLUMNS)
 _ZEROS = bytes(ALIGN)
+#: what a name cannot hold on the wire: NUL (the vocabulary's separator) and lone surrogates
+_UNCARRIED = re.compile("[\0\ud800-\udfff]")
 
 
 def _pad(offset: int, version: int) -> int:
@@ -68,7 +73,16 @@ def _pad(offset: int, version: int) -> int:
 
 
 def _vocab_bytes(names: tuple[str, ...]) -> bytes:
-    return "\0".join(names).encode()
+    """The names separated by NUL, in UTF-8. A name that cannot travel so (a NUL inside, a lone
+    surrogate from a JSON ``"\\ud800"``) travels with U+FFFD in their place: the others keep
+    their codes and no row changes device or port."""
+    try:
+        data = "\0".join(names).encode()
+        if data.count(0) == max(0, len(names) - 1):
+            return data
+    except UnicodeEncodeError:
+        pass
+    return "\0".join(_UNCARRIED.sub("\ufffd", n) for n in names).encode()
 
 
 def _layout(version: int, n: int, dev_len: int, port_len: int) -> tuple[list[int], int]:
