@@ -103,7 +103,8 @@ class PacedReplay:
         self.ports: list[int] = []
         self.subscribes = 0
         self.sent = 0
-        #: monotonic arrival time of every Subscribe (how a fabric-wide reconnect arrives)
+        #: monotonic arrival time of every Capabilities (one per connection: how a fabric-wide
+        #: reconnect arrives)
         self.arrivals: list[float] = []
         self._dropped = asyncio.Event()
         self._server: Any = None
@@ -152,6 +153,7 @@ class PacedReplay:
 
     async def _capabilities(self, request: pb.CapabilityRequest,
                             context: Any) -> pb.CapabilityResponse:
+        self.arrivals.append(time.monotonic())
         return pb.CapabilityResponse(supported_encodings=[pb.JSON_IETF, pb.PROTO, pb.JSON],
                                      gNMI_version="0.8.0")
 
@@ -167,7 +169,6 @@ class PacedReplay:
                          context: Any) -> AsyncIterator[bytes]:
         request = await requests.__anext__()
         self.subscribes += 1
-        self.arrivals.append(time.monotonic())
         dropped = self._dropped
         stream = self._stream_for(request)
         start = time.time_ns()

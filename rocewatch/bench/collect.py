@@ -39,7 +39,7 @@ from collectors.health import ErrorTally, TargetHealth
 from collectors.profile import GnmiProfile, SnmpProfile, load_profile
 from pipeline.model import SampleBatch
 from rocewatch.bench.peers import REPLAY_CHILD, child, in_netns, lab_process, snmpd
-from rocewatch.bench.scale import scale
+from rocewatch.bench.scale import scale, snmp_scale
 
 
 def cpu_seconds() -> float:
@@ -180,7 +180,7 @@ async def _poll_back_to_back(ports: list[int], pollers: int,
 @click.command()
 @click.option("--part", "parts", multiple=True,
               type=click.Choice(["gnmi-recorded", "gnmi-live", "gnmi-replay", "gnmi-scale",
-                                 "snmp"]),
+                                 "snmp", "snmp-scale"]),
               help="What to measure (repeatable; default: all).")
 @click.option("--seconds", default=10.0, show_default=True, help="Measurement time per part.")
 @click.option("--speed", default=20.0, show_default=True, help="Lab speed for gNMI parts.")
@@ -200,16 +200,19 @@ async def _poll_back_to_back(ports: list[int], pollers: int,
 @click.option("--scale-targets", default="100,500,1000,2000", show_default=True,
               help="Target counts of the gnmi-scale curve (comma-separated).")
 @click.option("--scale-interval", default=10.0, show_default=True,
-              help="Sample interval (s) the gnmi-scale targets stream at.")
+              help="Sample interval (s) the gnmi-scale targets stream at (snmp-scale: poll).")
+@click.option("--snmp-scale-targets", default="100,500,1000", show_default=True,
+              help="Target counts of the snmp-scale curve (comma-separated).")
 @click.option("--profile", "profile_out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a cProfile of the recorded-decode part here.")
 def collect(parts: tuple[str, ...], seconds: float, speed: float, spines: int, leaves: int,
             hosts_per_leaf: int,
             recordings: Path | None, save_recordings: Path | None, snmp_pairs: int,
             snmp_agents: int, snmp_pollers: int, scale_targets: str, scale_interval: float,
-            profile_out: Path | None) -> None:
+            snmp_scale_targets: str, profile_out: Path | None) -> None:
     """Decoded gNMI updates/s per core (recorded and live) and SNMP varbinds/s."""
-    parts = parts or ("gnmi-recorded", "gnmi-live", "gnmi-replay", "gnmi-scale", "snmp")
+    parts = parts or ("gnmi-recorded", "gnmi-live", "gnmi-replay", "gnmi-scale", "snmp",
+                      "snmp-scale")
     click.echo(f"rocewatch bench collect: {platform.python_implementation()} "
                f"{platform.python_version()}, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="rw-bench-") as tmp:
@@ -229,6 +232,9 @@ def collect(parts: tuple[str, ...], seconds: float, speed: float, spines: int, l
                   max(seconds, 3 * scale_interval))
         if "snmp" in parts:
             _snmp(work, seconds, snmp_pairs, snmp_agents, snmp_pollers)
+        if "snmp-scale" in parts:
+            snmp_scale(work, [int(n) for n in snmp_scale_targets.split(",") if n.strip()],
+                       scale_interval, max(seconds, 3 * scale_interval), snmp_agents)
 
 
 def _recordings(work: Path, speed: float, recordings: Path | None,

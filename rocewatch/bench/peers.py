@@ -70,8 +70,9 @@ for server in servers:
 """
 
 # recorded streams served on their schedule by many targets (collectors.gnmi.replay), with a
-# command line on stdin: "drop" ends every stream at once, "arrivals" prints when the Subscribes
-# came in since the last drop; the first line printed lists the targets
+# command line on stdin: "drop" ends every stream at once, "arrivals" prints when the connects
+# (Capabilities) came in since the last drop and the CPU the replay used; the first line printed
+# lists the targets
 PACED_CHILD = """
 import asyncio, json, sys, time
 from pathlib import Path
@@ -93,8 +94,11 @@ async def main():
             replay.drop_all()
             print(json.dumps({"dropped": True}), flush=True)
         elif line == "arrivals":
+            import resource
             times = [t - dropped_at for t in replay.arrivals if t >= dropped_at]
-            print(json.dumps({"arrivals": times, "subscribes": replay.subscribes}), flush=True)
+            use = resource.getrusage(resource.RUSAGE_SELF)
+            print(json.dumps({"arrivals": times, "subscribes": replay.subscribes,
+                              "cpu_s": use.ru_utime + use.ru_stime}), flush=True)
     await replay.stop()
 
 asyncio.run(main())

@@ -7,16 +7,19 @@ measures itself:
 
 * connect: wall seconds until every target is up, and the CPU it took;
 * steady state over a window: CPU cores busy, samples per second, resident memory (whole
-  process, and per target above the interpreter's baseline), OS threads, delivery lag (wall time
-  of the emit minus the sample's time), and gaps: sample intervals of a target with no sample;
-* a fabric-wide reconnect: the replay ends every stream at once; how the Subscribes came back
-  (span, most in any 100 ms, seen by the replay) and the gaps it left, measured by the collector.
+  process, and per target above the interpreter's baseline: as resident, and once the allocator
+  returned its free memory), OS threads, delivery lag (wall time of the emit minus the sample's
+  time), and gaps: sample intervals of a target with no sample;
+* a fabric-wide reconnect: the replay ends every stream at once; how the connects came back
+  (their span and the most in any 100 ms, seen by the replay as Capabilities calls) and the gaps
+  it left, measured by the collector.
 
 The collector child prints one JSON line per phase; this module only orchestrates and prints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -47,6 +50,18 @@ def _status(field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1])
     return 0
+
+
+def _trimmed_rss() -> int:
+    """Resident KiB once the allocator handed back what it keeps free (glibc ``malloc_trim``):
+    what the targets hold, not the peaks of their initial notifications."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return _status("VmRSS")
 
 
 def missing_intervals(stamps: list[int], start_ns: int, end_ns: int, interval_ns: int) -> int:
@@ -87,15 +102,25 @@ class _Tally:
                 self.lags.append((now - times[-1]) / 1e9)
 
 
-def child_main() -> None:
-    """The measuring collector: ``targets-file interval-s window-s`` on the command line."""
+def _collector(kind: str, targets_file: str, emit: Any) -> Any:
+    if kind == "snmp":
+        from collectors.snmp.collector import SnmpCollector, SnmpOptions
+
+        return SnmpCollector("bench", SnmpOptions(targets=targets_file,
+                                                  bind_address="127.0.0.1"), emit=emit)
     from collectors.gnmi.collector import GnmiCollector, GnmiOptions
 
-    targets_file, interval_s, window_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+    return GnmiCollector("bench", GnmiOptions(targets=targets_file), emit=emit)
+
+
+def child_main() -> None:
+    """The measuring collector: ``kind targets-file interval-s window-s`` on the command line."""
+    kind, targets_file = sys.argv[1], sys.argv[2]
+    interval_s, window_s = float(sys.argv[3]), float(sys.argv[4])
     interval_ns = int(interval_s * 1e9)
     tally = _Tally()
-    rss0 = _status("VmRSS")
-    collector = GnmiCollector("bench", GnmiOptions(targets=targets_file), emit=tally)
+    rss0 = _trimmed_rss()
+    collector = _collector(kind, targets_file, tally)
     total = len(collector.health()["targets"])
     stop = threading.Event()
     thread = threading.Thread(target=collector.run, args=(stop,), daemon=True)
@@ -114,6 +139,8 @@ def child_main() -> None:
     with tally.lock:
         samples, lags = tally.samples - samples0, sorted(tally.lags)
     time.sleep(min(2.0, interval_s))  # the window's last samples arrive
+    rss = _status("VmRSS")
+    trimmed = _trimmed_rss()
     health = collector.health()
     with tally.lock:
         stamps = {d: list(v) for d, v in tally.stamps.items()}
@@ -122,13 +149,15 @@ def child_main() -> None:
     print(json.dumps({
         "targets": total, "up": health["targets_up"], "connect_s": connect_s,
         "connect_cpu_s": connect_cpu, "cores": (cpu2 - cpu1) / (wall2 - wall1),
-        "samples_per_s": samples / (wall2 - wall1), "rss_kib": _status("VmRSS"),
-        "rss_per_target_kib": (_status("VmRSS") - rss0) / max(total, 1),
+        "samples_per_s": samples / (wall2 - wall1), "rss_kib": rss,
+        "rss_per_target_kib": (rss - rss0) / max(total, 1),
+        "trimmed_per_target_kib": (trimmed - rss0) / max(total, 1),
         "threads": _status("Threads"), "gaps": gaps,
         "intervals": total * max(0, round((end_ns - interval_ns - start_ns) / interval_ns)),
         "lag_p50_s": lags[len(lags) // 2] if lags else None,
         "lag_p99_s": lags[int(len(lags) * 0.99)] if lags else None,
         "errors": sum(t["errors_total"] for t in health["targets"].values()),
+        "overruns": sum(t.get("overruns", 0) for t in health["targets"].values()),
     }), flush=True)
     # a fabric-wide reconnect: the parent drops every stream once we say we are watching
     if sys.stdin.readline().strip() == "reconnect":
@@ -171,9 +200,9 @@ def scale(work: Path, recordings: list[Path], counts: list[int], interval_s: flo
                f"process); the collector in a process of its own, measuring itself over "
                f"{window_s:g} s:")
     click.echo(f"  {'targets':>7}{'up':>6}{'connect s':>10}{'cores':>7}{'samples/s':>11}"
-               f"{'RSS MiB':>9}{'KiB/target':>11}{'threads':>8}{'lag p50/p99 s':>15}"
-               f"{'gaps':>9}   reconnect of all: back in s, subscribes span s / max per 100 ms,"
-               f" gaps")
+               f"{'RSS MiB':>9}{'KiB/target':>15}{'threads':>8}{'lag p50/p99 s':>15}"
+               f"{'gaps':>9}   reconnect of all: back in s, connects span s / max per 100 ms,"
+               f" gaps; replay CPU s")
     for count in counts:
         with Peer(PACED_CHILD, str(count), str(interval_s), *map(str, recordings)) as replay:
             inventory = work / f"scale-{count}.yaml"
@@ -182,12 +211,14 @@ def scale(work: Path, recordings: list[Path], counts: list[int], interval_s: flo
                  "credentials": {"username_env": "ROCEWATCH_BENCH_USER",
                                  "password_env": "ROCEWATCH_BENCH_PASSWORD"}}
                 for t in replay.first]}))
-            with Peer(COLLECTOR_CHILD, str(inventory), str(interval_s), str(window_s)) as coll:
+            with Peer(COLLECTOR_CHILD, "gnmi", str(inventory), str(interval_s),
+                      str(window_s)) as coll:
                 r = coll.first
                 coll.ask("reconnect")
                 replay.ask("drop")
                 back = coll.read()
-                arrivals = sorted(replay.ask("arrivals")["arrivals"])
+                served = replay.ask("arrivals")
+                arrivals = sorted(served["arrivals"])
         span = arrivals[-1] - arrivals[0] if arrivals else 0.0
         peak = max((sum(1 for b in arrivals if a <= b < a + 0.1) for a in arrivals), default=0)
         lag = (f"{r['lag_p50_s']:.2f}/{r['lag_p99_s']:.2f}" if r["lag_p50_s"] is not None
@@ -195,6 +226,39 @@ def scale(work: Path, recordings: list[Path], counts: list[int], interval_s: flo
         back_s = f"{back['back_s']:.1f}" if back["back_s"] is not None else "never"
         click.echo(f"  {r['targets']:>7}{r['up']:>6}{r['connect_s']:>10.1f}{r['cores']:>7.2f}"
                    f"{r['samples_per_s']:>11,.0f}{r['rss_kib'] / 1024:>9.0f}"
-                   f"{r['rss_per_target_kib']:>11.0f}{r['threads']:>8}{lag:>15}"
+                   f"{r['rss_per_target_kib']:>9.0f}/{r['trimmed_per_target_kib']:<5.0f}"
+                   f"{r['threads']:>8}{lag:>15}"
                    f"{r['gaps']:>5}/{r['intervals']:<5}  {back_s:>6}, {span:.1f} / {peak}, "
-                   f"{back['gaps']}")
+                   f"{back['gaps']}; {served['cpu_s']:.0f}")
+
+
+def snmp_scale(work: Path, counts: list[int], interval_s: float, window_s: float,
+               agents: int) -> None:
+    """The SNMP collector's curve: ``count`` targets polling ``agents`` net-snmp snmpd processes
+    on loopback (targets share an agent; snmpd's CPU is not the collector's)."""
+    from rocewatch.bench.peers import snmpd
+
+    os.environ.setdefault("ROCEWATCH_BENCH_COMMUNITY", "bench")
+    click.echo(f"\nSNMP targets per collector process: polled every {interval_s:g} s, {agents} "
+               f"snmpd agents on loopback shared by the targets (the full snmp profile); the "
+               f"collector in a process of its own, measuring itself over {window_s:g} s:")
+    click.echo(f"  {'targets':>7}{'up':>6}{'cores':>7}{'samples/s':>11}{'RSS MiB':>9}"
+               f"{'KiB/target':>15}{'threads':>8}{'gaps':>13}{'overruns':>10}")
+    with snmpd(work, 0, agents) as (_netns, ports):
+        for count in counts:
+            inventory = work / f"snmp-scale-{count}.yaml"
+            inventory.write_text(json.dumps({"format": 1, "targets": [
+                {"name": f"snmp-{i}", "address": f"127.0.0.1:{ports[i % len(ports)]}",
+                 "protocol": "snmp", "profile": "snmp", "sample_interval_s": interval_s,
+                 "snmp": {"version": "2c", "community_env": "ROCEWATCH_BENCH_COMMUNITY",
+                          "timeout_s": 2.0, "retries": 1}}
+                for i in range(count)]}))
+            with Peer(COLLECTOR_CHILD, "snmp", str(inventory), str(interval_s),
+                      str(window_s)) as coll:
+                r = coll.first
+                coll.send("done")
+            click.echo(f"  {r['targets']:>7}{r['up']:>6}{r['cores']:>7.2f}"
+                       f"{r['samples_per_s']:>11,.0f}{r['rss_kib'] / 1024:>9.0f}"
+                       f"{r['rss_per_target_kib']:>9.0f}/{r['trimmed_per_target_kib']:<5.0f}"
+                       f"{r['threads']:>8}"
+                       f"{r['gaps']:>6}/{r['intervals']:<6}{r['overruns']:>10}")

@@ -263,3 +263,24 @@ def test_hung_stream_is_reopened(tmp_path: Path, sink: Sink,
         released.set()
     assert health["errors"].get("idle", 0) >= 1
     assert "stream_lost" not in health["errors"]  # the watchdog's own cancel is not a loss
+
+
+def test_a_target_whose_paths_map_to_nothing_is_no_mapped_data(
+        tmp_path: Path, sink: Sink, gnmi_targets: list[ScriptedTarget]) -> None:
+    """It streams, but no path it sends is in the profile (issue 15): not up, and says why."""
+    def script(request: pb.SubscribeRequest, target: ScriptedTarget) -> Iterator[bytes]:
+        for i in range(1000):
+            yield notification(T0 + i * 200_000_000,
+                               [("/components/component[name=fan1]/state/speed", uint(i))])
+            time.sleep(0.05)
+
+    target = ScriptedTarget(script).start()
+    gnmi_targets.append(target)
+    with make(tmp_path, sink, [gnmi_target("leaf1", target.address)]) as collector:
+        wait_until(lambda: collector.health()["targets"]["leaf1"]["state"] == "no_mapped_data",
+                   "the no-mapped-data state")
+        health = collector.health()
+    assert not health["targets"]["leaf1"]["up"] and health["targets_up"] == 0
+    assert health["targets"]["leaf1"]["connected"] and health["targets"]["leaf1"]["errors"][
+        "unknown_path"] >= 1
+    assert not [r for r in sink.rows() if not r[3].startswith("collector_")]
