@@ -84,11 +84,13 @@ PORT_DOWN: Final = "port_down"  # operationally down while administratively up
 UPLINK_IMBALANCE: Final = "uplink_imbalance"  # a leaf's ECMP group unevenly loaded
 PAUSE_WITHOUT_LOAD: Final = "pause_without_load"  # a switch pausing with no overload or ECN
 ANOMALY: Final = "anomaly"  # learned: a port unlike its own baseline
+BUFFER_CONFIG_DIFF: Final = "buffer_config_diff"  # lossless thresholds unlike the role's (config)
 # NO_DATA above is both: a symptom of a silent device, and what the platform reports for it
 
 SYMPTOMS: Final = (PFC_WATCHDOG, PFC_HOLD, PFC_PAUSED, PFC_PAUSING, QUEUE_BUILDUP,
                    EGRESS_OVERSUBSCRIBED, HOST_SLOW_DRAIN, FCS_ERRORS, OPTICS_TREND, CARRIER_FLAP,
-                   PORT_DOWN, UPLINK_IMBALANCE, PAUSE_WITHOUT_LOAD, ANOMALY, NO_DATA)
+                   PORT_DOWN, UPLINK_IMBALANCE, PAUSE_WITHOUT_LOAD, ANOMALY, NO_DATA,
+                   BUFFER_CONFIG_DIFF)
 #: symptoms that say a port's egress is held back by its peer
 PAUSED_SYMPTOMS: Final = frozenset({PFC_WATCHDOG, PFC_HOLD, PFC_PAUSED})
 #: symptoms that say a port's egress is congested by its own load

@@ -69,6 +69,15 @@ CATALOG: tuple[Metric, ...] = (
     Metric("counter_reset", "bool", _G, None, "1 when the device's counters restarted (reboot)"),
     Metric("if_last_change", "seconds", _G, None,
            "device uptime at the port's last oper-status change (IF-MIB ifLastChange)"),
+    # configuration, read on a slow cadence (device-level rows; collectors.gnmi.buffer_config)
+    Metric("pfc_xoff_bytes", "bytes", _G, "priority",
+           "configured XOFF threshold of the priority's lossless priority group"),
+    Metric("pfc_xon_bytes", "bytes", _G, "priority",
+           "configured XON threshold of the priority's lossless priority group"),
+    Metric("pfc_headroom_bytes", "bytes", _G, "priority",
+           "configured headroom of the priority's lossless priority group"),
+    Metric("ecn_kmin_bytes", "bytes", _G, "queue", "configured ECN (RED) marking threshold Kmin"),
+    Metric("ecn_kmax_bytes", "bytes", _G, "queue", "configured ECN (RED) full-marking Kmax"),
 )
 
 METRIC_ID: dict[str, int] = {m.name: i for i, m in enumerate(CATALOG)}

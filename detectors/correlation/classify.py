@@ -27,9 +27,12 @@ symptoms stay visible, unexplained, and nobody is paged for benign congestion.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from detectors.correlation.incident import Finding
 from detectors.correlation.pause_graph import PauseGraph, device_node, host_node, strongly_connected
 from pipeline.kinds import (
+    BUFFER_CONFIG_DIFF,
     BUFFER_MISCONFIG,
     ECMP_IMBALANCE,
     EGRESS_OVERSUBSCRIBED,
@@ -51,7 +54,7 @@ from pipeline.topology.model import Port, Topology
 def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
     """Storms, slow receivers and incasts, each rooted at a host's leaf port."""
     out = []
-    shares = sender_shares(graph, topology)
+    converging = converging_senders(graph, topology)
     for host in topology.hosts:
         label = str(host.port)
         here = graph.symptoms.get(label, [])
@@ -74,69 +77,110 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
                                f"{host.name} drains below line rate and pauses {label}"))
         elif EGRESS_OVERSUBSCRIBED in by_name and _saturated(by_name[EGRESS_OVERSUBSCRIBED]):
             a = by_name[EGRESS_OVERSUBSCRIBED]
-            senders = shares.get(label, [])
-            effective = sum(share for share, _ in senders)
-            if effective < INCAST_MIN_SENDERS:
-                continue  # a busy receiver: demand near its line rate is what collectives do
-            throttles = sorted(t for _, t in senders)
-            evidence = {**a.evidence, "senders": effective,
-                        "demand_ratio": 1.0 / max(1e-3, 1.0 - throttles[len(throttles) // 2])}
+            fan_in = converging.get(label)
+            if fan_in is None or len(fan_in.senders) < INCAST_MIN_SENDERS:
+                continue  # load: P is one of the held senders' many destinations
+            evidence = {**a.evidence, "senders": float(len(fan_in.senders)),
+                        "demand_ratio": fan_in.demand_ratio,
+                        "concentration": fan_in.concentration}
+            n = len(fan_in.senders)
             out.append(Finding(INCAST, host.name, (label,), [a], Severity.WARNING,
-                               min(1.0, 0.5 + 0.05 * effective), evidence, tree,
-                               f"{host.name} receives from about {effective:.0f} senders held "
-                               "to under half their line rate"))
+                               min(1.0, 0.5 + 0.05 * n), evidence, tree,
+                               f"{host.name} receives from {n} senders held to their share of "
+                               "its line rate"))
     return out
 
 
-#: senders held to less than half their line rate: demand at least twice the capacity
-INCAST_THROTTLE = 0.5
+#: an incast is at least this many senders converging on one receiver
 INCAST_MIN_SENDERS = 2
+#: a converging sender sends at most this many times its fair share of the receiver: PFC shares
+#: the receiver's line rate by what each ingress offers, not exactly per sender, and a sender may
+#: carry some traffic of its own beside the incast
+FAIR_SHARE_SLACK = 2.0
 #: an oversubscribed egress below this utilisation has stopped being fed
 SATURATED_UTIL = 0.5
 
 
-def sender_shares(graph: PauseGraph, topology: Topology) -> dict[str, list[tuple[float, float]]]:
-    """Per saturated host port: the senders held below ``INCAST_THROTTLE`` whose pause paths lead
-    to it, each as (its share, its throttle). A sender whose paths lead to k saturated ports counts
-    1/k toward each: an incast is many senders converging on *one* receiver, while benign
-    oversubscription spreads each sender's traffic, and its back-pressure, over several."""
-    roots = {str(h.port) for h in topology.hosts
+@dataclass
+class FanIn:
+    """The senders converging on one saturated host port."""
+
+    senders: list[str]
+    #: their line rates over the port's: what they would send unpaused (they are backlogged)
+    demand_ratio: float
+    #: what the port delivers over what they send: near 1 when they send to it alone
+    concentration: float
+
+
+def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn]:
+    """Per saturated host port P: the held senders whose traffic converges on it.
+
+    When P is oversubscribed, PFC holds the excess back hop by hop to the sending NICs (hosts
+    paused by their leaf, ``pfc_pausing``, whose pause path leads to P). A held NIC is backlogged:
+    it sends at line rate whenever it is not paused, so its pause share says how long it waits,
+    not how much it wanted to send — a sender offering 40 % of its line rate and one offering all
+    of it look alike once both are held. What tells them apart is where their traffic goes. P
+    delivers its line rate C, shared among the traffic that converges on it, so N senders whose
+    traffic is for P each get about C / N through, whatever they offer: a sender that sends
+    several times its share of P sends most of it elsewhere (P is one of many destinations, as in
+    random many-to-many traffic, or the sender is a victim of congestion spreading) and is not
+    converging on P. Senders are dropped until every remaining one sends at most
+    ``FAIR_SHARE_SLACK`` times its share of C; the ones left converge. Senders held by a deadlock
+    are left out (the cycle throttles them, not P)."""
+    roots = {str(h.port): h for h in topology.hosts
              if any(_saturated(a) for a in graph.symptoms.get(str(h.port), ()))}
-    out: dict[str, list[tuple[float, float]]] = {}
+    out: dict[str, FanIn] = {}
     if not roots:
         return out
     stalled = {p for cycle in _cycles(graph, _held(graph)) for p in cycle}
+    held: dict[str, list[tuple[str, float, float]]] = {}
     for host in topology.hosts:
         pausing = [a for a in graph.symptoms.get(str(host.port), []) if a.name == PFC_PAUSING]
-        throttle = max((a.evidence.get("throttle", 0.0) for a in pausing), default=0.0)
-        if throttle < INCAST_THROTTLE:
+        if not pausing:
             continue
         below = graph.descendants(host_node(host.name))
         if below & stalled:
-            continue  # held back by a deadlock: its throttle says nothing about the receiver
-        reached = below & roots
-        for root in reached:
-            out.setdefault(root, []).append((1.0 / len(reached), throttle))
+            continue
+        line = host.gbps * 1e9
+        sent = max(a.evidence.get("inbound", 0.0) for a in pausing) * line
+        for root in below & set(roots):
+            held.setdefault(root, []).append((host.name, sent, line))
+    for root, senders in held.items():
+        port = roots[root]
+        util = max((a.evidence.get("util", 0.0) for a in graph.symptoms[root]
+                    if a.name == EGRESS_OVERSUBSCRIBED), default=0.0)
+        capacity = util * port.gbps * 1e9
+        conv = senders
+        while conv:
+            share = capacity / len(conv)
+            keep = [s for s in conv if s[1] <= FAIR_SHARE_SLACK * share]
+            if len(keep) == len(conv):
+                break
+            conv = keep
+        if not conv:
+            continue
+        sent = sum(s[1] for s in conv)
+        out[root] = FanIn([s[0] for s in conv], sum(s[2] for s in conv) / max(capacity, 1.0),
+                          capacity / max(sent, 1.0))
     return out
 
 
 def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
                     topology: Topology) -> list[Finding]:
-    """Switch-level roots: misconfigured buffers, uneven ECMP groups."""
+    """Switch-level roots: misconfigured buffers (from the configuration, or from counters that
+    pause with no overload behind them), uneven ECMP groups."""
     out = []
+    misconfig: dict[str, list[Alert]] = {}
     for alert in device_symptoms:
         device = alert.entity
         ports = [str(p) for p in topology.ports(device)]
-        if alert.name == PAUSE_WITHOUT_LOAD:
+        if alert.name == BUFFER_CONFIG_DIFF:
+            misconfig.setdefault(device, []).insert(0, alert)  # the configuration says so
+        elif alert.name == PAUSE_WITHOUT_LOAD:
             shallow = alert.evidence.get("pfc_before_ecn", 0.0) > 0
             if not shallow and any(graph.is_blocked(p) for p in ports):
                 continue  # its pauses pass on congestion seen on its own egress
-            tree = _ports(graph.ancestors([device_node(device), *ports]), topology)
-            tree |= set(ports) | {device}
-            out.append(Finding(BUFFER_MISCONFIG, device, tuple(alert.ports), [alert],
-                               Severity.WARNING, _confidence(alert),
-                               dict(alert.evidence), tree,
-                               f"{device} pauses its neighbours with no overload behind it"))
+            misconfig.setdefault(device, []).append(alert)
         elif alert.name == UPLINK_IMBALANCE:
             uplinks = [str(p) for p in topology.ports(device)
                        if topology.peer(p) is not None]
@@ -147,6 +191,18 @@ def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
                                Severity.WARNING, 0.5 + 0.5 * spread,
                                dict(alert.evidence), tree,
                                f"{device}'s flows crowd onto few of its uplinks"))
+    for device, alerts in misconfig.items():
+        ports = [str(p) for p in topology.ports(device)]
+        tree = _ports(graph.ancestors([device_node(device), *ports]), topology)
+        tree |= set(ports) | {device}
+        evidence = {k: v for a in reversed(alerts) for k, v in a.evidence.items()}
+        configured = alerts[0].name == BUFFER_CONFIG_DIFF
+        summary = (f"{device}'s lossless buffer thresholds are unlike its role's" if configured
+                   else f"{device} pauses its neighbours with no overload behind it")
+        pausing = tuple(p for a in alerts for p in a.ports)
+        out.append(Finding(BUFFER_MISCONFIG, device, pausing, alerts, Severity.WARNING,
+                           1.0 if configured else _confidence(alerts[0]), evidence, tree,
+                           summary))
     return out
 
 

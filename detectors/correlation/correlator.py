@@ -31,6 +31,7 @@ from detectors.correlation.pause_graph import build
 from detectors.features import Frame, col
 from detectors.settings import CorrelatorSettings
 from pipeline.kinds import (
+    BUFFER_CONFIG_DIFF,
     BUFFER_MISCONFIG,
     CONGESTED_SYMPTOMS,
     ECMP_IMBALANCE,
@@ -52,7 +53,7 @@ from pipeline.topology.model import Topology
 #: when two incidents explain the same symptom, the first kind here takes it
 _PRECEDENCE = (PFC_DEADLOCK, PFC_STORM, LINK_DOWN, LINK_FLAP, FAULTY_LINK, BUFFER_MISCONFIG, INCAST,
                SLOW_RECEIVER, ECMP_IMBALANCE)
-_DEVICE_SYMPTOMS = frozenset({PAUSE_WITHOUT_LOAD, UPLINK_IMBALANCE})
+_DEVICE_SYMPTOMS = frozenset({PAUSE_WITHOUT_LOAD, UPLINK_IMBALANCE, BUFFER_CONFIG_DIFF})
 #: symptoms of load rather than of a fault: on their own (no incident explains them) they are info
 _BENIGN_ALONE = frozenset({PFC_PAUSED, PFC_PAUSING}) | CONGESTED_SYMPTOMS
 
@@ -81,14 +82,22 @@ class Correlator:
         return self._attribute_imbalance(found)
 
     def _attribute_imbalance(self, found: list[Finding]) -> list[Finding]:
-        """An uplink imbalance that began while another incident held the fabric is that
-        incident's consequence, not a hash collision: a link down or flap re-hashes flows onto the
-        survivors (remote capacity loss, anchors §6 #13), and congestion throttles some flows and
-        not others. "Began while" is judged to within one sample interval: the switches that see
-        the event and the leaf that sees its imbalance are sampled at different moments. It is
-        attached to the earliest such incident instead of standing as a root cause, and stays a
-        consequence for as long as its symptom lasts, even after the cause has resolved (the
-        symptom's own hysteresis outlives the cause by a few samples)."""
+        """An uplink imbalance that began while another incident that can move or hold back this
+        leaf's uplink traffic was on is that incident's consequence, not a hash collision:
+
+        * a fabric link down or flapping anywhere re-hashes flows onto the survivors, at the
+          leaf itself or at a spine that lost its way down (remote capacity loss, anchors §6 #13);
+        * congestion (a storm, an incast, a slow receiver, a deadlock, a misconfigured buffer)
+          throttles some of the leaf's flows and not others only once its pause tree reaches the
+          leaf's uplinks or the spine ports facing them.
+
+        Anything else (a corrupting link, congestion elsewhere in the fabric) cannot shift this
+        leaf's shares, and does not hide a collision that happens while it lasts. "Began while"
+        is judged to within one sample interval: the switches that see the event and the leaf
+        that sees its imbalance are sampled at different moments. It is attached to the earliest
+        such incident instead of standing as a root cause, and stays a consequence for as long as
+        its symptom lasts, even after the cause has resolved (the symptom's own hysteresis
+        outlives the cause by a few samples)."""
         def onset(f: Finding) -> int:
             return min((a.starts_ns for a in f.defining), default=0)
 
@@ -99,7 +108,9 @@ class Correlator:
             if f.kind == ECMP_IMBALANCE:
                 marks = {a.fingerprint for a in f.defining}
                 active |= marks
-                prior = [g for g in others if onset(g) <= onset(f) + self._skew_ns]
+                reach = self._uplink_reach(f.entity)
+                prior = [g for g in others if onset(g) <= onset(f) + self._skew_ns
+                         and _can_shift(g, reach, self.topology)]
                 if prior:
                     cause = min(prior, key=onset)
                     cause.explains_at |= f.explains_at | {f.entity}
@@ -110,6 +121,18 @@ class Correlator:
             kept.append(f)
         self._consequences &= active
         return kept
+
+    def _uplink_reach(self, leaf: str) -> set[str]:
+        """A leaf's uplink ports and the ports facing them."""
+        topo = self.topology
+        if topo is None:
+            return set()
+        out: set[str] = set()
+        for port in topo.ports(leaf):
+            peer = topo.peer(port)
+            if peer is not None:
+                out |= {str(port), str(peer)}
+        return out
 
     def correlate(self, symptoms: list[Alert], frame: Frame) -> list[Alert]:
         """Incidents and (annotated) symptoms, as active now."""
@@ -152,6 +175,22 @@ class Correlator:
                 "root_cause": False, "inhibited_by": flap.fingerprint, "explains": (),
                 "updated_ns": now}))
         return out
+
+
+#: incidents that take capacity away from the fabric's paths (flows re-hash around them)
+_RE_ROUTING = frozenset({LINK_DOWN, LINK_FLAP})
+#: incidents that hold back the traffic in their pause tree
+_CONGESTING = frozenset({PFC_STORM, PFC_DEADLOCK, INCAST, SLOW_RECEIVER, BUFFER_MISCONFIG})
+
+
+def _can_shift(cause: Finding, uplinks: set[str], topology: Topology | None) -> bool:
+    """Whether ``cause`` can move traffic among the uplinks ``uplinks`` (a leaf's, and the ports
+    facing them): a fabric link lost anywhere, or congestion whose tree reaches them."""
+    if cause.kind in _RE_ROUTING:
+        return topology is not None and cause.entity in topology.link_by_id
+    if cause.kind in _CONGESTING:
+        return bool(cause.explains_at & uplinks)
+    return False
 
 
 def _rank(kind: str) -> int:

@@ -6,8 +6,13 @@ so the end that counts tells the direction; carrier changes and oper-status are 
 Joining the ends gives one incident per link, named by the link (``leaf3~spine2``, or the host
 for a host link), with a confidence that rises when both ends agree:
 
+* a link down (``port_down`` at either end, admin up) is a ``link_down`` while it lasts, and
+  explains the errors and pauses on its ends, whatever the link did before: a down link cannot be
+  told from one more down episode of a flap until it comes back, and on-call needs to know it is
+  down now (a link that flapped and then stayed down is down, not still flapping);
 * a flap (``carrier_flap`` at either end) explains the down episodes and errors that come with it;
-* a link down (``port_down`` at either end, admin up) explains the errors and pauses on its ends;
+  while one of its episodes is confirmed down the flap stands beside the ``link_down``, which the
+  correlator re-publishes as the flap's symptom once the link is back;
 * otherwise corruption at either end makes a ``faulty_link``; errors at *both* ends of one link mean
   both directions corrupt (a shared cable or connector fault), while errors on most ports of one
   switch point at the switch rather than at any one link (lower confidence per link).
@@ -54,36 +59,37 @@ def link_findings(symptoms: Iterable[Alert], topology: Topology) -> list[Finding
             corrupt_ports[port.device] += 1
     out = []
     for entity, alerts in sorted(by_entity.items()):
-        finding = _judge(entity, ends[entity], alerts, topology, corrupt_ports)
-        if finding is not None:
-            out.append(finding)
+        out.extend(_judge(entity, ends[entity], alerts, topology, corrupt_ports))
     return out
 
 
 def _judge(entity: str, ends: tuple[str, ...], alerts: list[Alert], topology: Topology,
-           corrupt_ports: dict[str, int]) -> Finding | None:
+           corrupt_ports: dict[str, int]) -> list[Finding]:
     names = {a.name for a in alerts}
     at = {p: {a.name for a in alerts if a.ports and a.ports[0] == p} for p in ends}
     both = len(ends) == 2
     explains = set(ends)
+    out = []
+    if PORT_DOWN in names:
+        downs = [a for a in alerts if a.name == PORT_DOWN]
+        agree = both and all(PORT_DOWN in s for s in at.values())
+        ev = {"ends_down": float(sum(PORT_DOWN in s for s in at.values()))}
+        out.append(Finding(LINK_DOWN, entity, ends, downs, Severity.CRITICAL,
+                           1.0 if agree or not both else 0.7, ev, explains,
+                           f"{entity} is down while administratively up"))
     if CARRIER_FLAP in names:
         flaps = [a for a in alerts if a.name == CARRIER_FLAP]
         agree = both and all(CARRIER_FLAP in s for s in at.values())
         ev = {"bounces": max(a.evidence.get("bounces", 1.0) for a in flaps),
               "ends_agreeing": float(sum(CARRIER_FLAP in s for s in at.values()))}
-        return Finding(LINK_FLAP, entity, ends, flaps, Severity.CRITICAL,
-                       1.0 if agree or not both else 0.8, ev, explains,
-                       f"{entity} goes down and comes back")
-    if PORT_DOWN in names:
-        downs = [a for a in alerts if a.name == PORT_DOWN]
-        agree = both and all(PORT_DOWN in s for s in at.values())
-        ev = {"ends_down": float(sum(PORT_DOWN in s for s in at.values()))}
-        return Finding(LINK_DOWN, entity, ends, downs, Severity.CRITICAL,
-                       1.0 if agree or not both else 0.7, ev, explains,
-                       f"{entity} is down while administratively up")
+        out.append(Finding(LINK_FLAP, entity, ends, flaps, Severity.CRITICAL,
+                           1.0 if agree or not both else 0.8, ev, explains,
+                           f"{entity} goes down and comes back"))
+    if out:
+        return out
     bad = [a for a in alerts if a.name in (FCS_ERRORS, OPTICS_TREND)]
     if not bad:
-        return None
+        return []
     receivers = sorted({a.ports[0] for a in bad})
     worst = max(a.evidence.get("corruption", 0.0) for a in bad)
     ev = {"corruption": worst, "ends_counting": float(len(receivers))}
@@ -101,8 +107,8 @@ def _judge(entity: str, ends: tuple[str, ...], alerts: list[Alert], topology: To
         summary = f"{entity} corrupts frames {direction}"
     # CorrOpt: above ~1e-6 a corrupting link costs enough to be worth draining
     severity = Severity.CRITICAL if worst >= CRITICAL_CORRUPTION else Severity.WARNING
-    return Finding(FAULTY_LINK, entity, tuple(receivers), bad, severity, confidence, ev,
-                   explains, summary)
+    return [Finding(FAULTY_LINK, entity, tuple(receivers), bad, severity, confidence, ev,
+                    explains, summary)]
 
 
 def _direction(receiver: str, ends: tuple[str, ...], topology: Topology) -> str:

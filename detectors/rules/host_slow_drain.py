@@ -12,8 +12,10 @@ arrives faster than it drains, at a duty cycle near ``1 − drain``. The rule:
   where the share is measured it must also reach half of the idle line rate (``1 − util``), the
   duty cycle of a receiver that drains at its utilisation;
 * **good**: the host barely pauses, or the port runs at line rate;
-* fires after ``fire_after`` (3) bad samples: a slow receiver is a warning for the host team, not a
-  page that races a watchdog.
+* fires after ``fire_after`` (2) bad samples, the onset counting: a sample paused for part of
+  its interval is already the NIC's duty cycle, so the receiver is named within two intervals of
+  the slowdown (three when the onset sample is too short to show it); a slow receiver is a
+  warning for the host team, not a page that races a watchdog.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pipeline.kinds import HOST_SLOW_DRAIN
 
 
 class HostSlowDrainOptions(DetectorOptions):
-    fire_after: int = Field(3, ge=1)
+    fire_after: int = Field(2, ge=1)
     min_share: float = Field(0.05, gt=0, le=1)
     min_share_frames: float = Field(0.1, gt=0)
     min_drain: float = Field(0.01, ge=0, lt=1)

@@ -162,10 +162,14 @@ class LinkState(Detector):
         labels = {"device": ports.device(pid), "port": ports.names.port_name[pid]}
         down_key, flap_key = 2 * pid, 2 * pid + 1
         if st.down_since >= 0 and st.down_evals >= self.opts.fire_after:
+            ev = {"down_s": (now - st.down_since) / 1e9}
             if down_key not in self.symptoms.active:
                 self.symptoms.fire(down_key, name=PORT_DOWN, entity=label, ports=(label,),
-                                   labels=labels, evidence={"down_s": (now - st.down_since) / 1e9},
-                                   onset_ns=st.down_since, ts_ns=now, severity=Severity.CRITICAL)
+                                   labels=labels, evidence=ev, onset_ns=st.down_since, ts_ns=now,
+                                   severity=Severity.CRITICAL)
+            else:
+                # still down at this sample: the evidence is as fresh as the port's last report
+                self.symptoms.update(down_key, ev, now)
         elif st.down_since < 0:
             self.symptoms.clear(down_key)
         if st.bounces:

@@ -42,7 +42,7 @@ nothing). This holds while other faults congest the fabric, since the peers that
 congestion set the reference.
 
 **bad** = either signature; **good** = not pausing, or pausing like its peers with the ECN they
-show; fires after ``fire_after`` (3) samples, clears after ``clear_after`` (3).
+show; fires after ``fire_after`` (2) samples, clears after ``clear_after`` (3).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from pipeline.topology.model import Topology
 
 
 class PauseWithoutLoadOptions(DetectorOptions):
-    fire_after: int = Field(3, ge=1)
+    fire_after: int = Field(2, ge=1)
     min_share: float = Field(0.001, gt=0, le=1,
                              description="share of time pausing a neighbour: 1 ms per second")
     frame_overstatement: float = Field(50.0, ge=1,

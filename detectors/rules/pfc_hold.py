@@ -22,7 +22,7 @@ from pipeline.kinds import PFC_HOLD
 
 
 class PfcHoldOptions(PfcWatchdogOptions):
-    fire_after: int = Field(3, ge=2)
+    fire_after: int = Field(2, ge=2)
 
 
 class PfcHold(PfcWatchdog):

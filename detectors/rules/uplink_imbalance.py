@@ -15,8 +15,9 @@ and sample, over the uplinks that are up:
   exists: a group that was uneven from the start is how that leaf's hash spreads its flows (a
   control run with low-entropy traffic must stay quiet), and a TE hint, not an incident.
 
-Fires after ``fire_after`` (5) samples, clears after ``clear_after`` (5): imbalance is a performance
-incident and a TE hint, never a drain, so it waits for the pattern to hold.
+Fires after ``fire_after`` (2) samples — a hash does not flicker, and the learned baseline plus
+saturation and held hosts already rule out noise — and clears after ``clear_after`` (5):
+imbalance is a performance incident and a TE hint, never a drain.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from pipeline.topology.model import Topology
 
 
 class UplinkImbalanceOptions(DetectorOptions):
-    fire_after: int = Field(5, ge=1)
+    fire_after: int = Field(2, ge=1)
     clear_after: int = Field(5, ge=1)
     min_imbalance: float = Field(1.5, gt=1)
     min_hot: float = Field(0.9, gt=0, le=1)
@@ -92,7 +93,11 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         hurts = held >= o.min_host_pause  # the hosts are held back: the group is the bottleneck
         bad = saturated and imbalance >= o.min_imbalance and moved and hurts
         good = not saturated or imbalance < (1 + o.min_imbalance) / 2 or calm
-        if not bad and not self.persistence.is_firing(np.array([did]))[0]:
+        # the baseline is the hash's normal: learned while warming up, then followed only while
+        # the share stays near it, either way (a collision that does not hurt yet must not become
+        # the normal, nor a dip while congestion elsewhere holds some flows back)
+        near = abs(top - base) < o.min_shift / 2
+        if not warm or (near and not self.persistence.is_firing(np.array([did]))[0]):
             self.seen[did] = n + 1
             self.base[did] = top if n == 0 else base + o.baseline_alpha * (top - base)
         labels = [frame.ports.label(int(p)) for p in at.pids[usable]]

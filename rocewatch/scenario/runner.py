@@ -85,17 +85,25 @@ def detection_sources() -> frozenset[str]:
 
 
 def alert_entries(messages: Iterable[Alert], epoch_ns: int, end_s: float) -> list[dict[str, Any]]:
-    """One entry per fingerprint of the fabric's findings, from its published states in order:
-    ``first_s`` is when it was first raised, ``last_s`` when it resolved (or the run's end), the
-    verdict is the last one published, the severity the highest it reached."""
+    """One entry per episode of each of the fabric's findings (a fingerprint from firing to
+    resolved; raised again later, it is a new page and a new entry), from its published states in
+    order: ``first_s`` is when the episode was raised, ``last_s`` when it resolved (or the run's
+    end), the verdict is the last one published, the severity the highest it reached."""
     sources = detection_sources()
-    by_fp: dict[str, list[Alert]] = {}
+    episodes: list[list[Alert]] = []
+    open_: dict[str, list[Alert]] = {}
     for alert in messages:
         if alert.source not in sources:
             continue
-        by_fp.setdefault(alert.fingerprint, []).append(alert)
+        states = open_.get(alert.fingerprint)
+        if states is None:
+            states = open_[alert.fingerprint] = []
+            episodes.append(states)
+        states.append(alert)
+        if alert.ends_ns is not None:
+            del open_[alert.fingerprint]
     out = []
-    for states in by_fp.values():
+    for states in episodes:
         first, last = states[0], states[-1]
         raised = first.updated_ns if first.firing else first.starts_ns
         ended = last.ends_ns
@@ -163,6 +171,9 @@ def platform_config(config_path: str | None, work: Path, agents_file: Path,
     data = read_yaml(config_path) if config_path else {}
     collectors = [{"type": proto, "name": f"lab-{proto}", "agents": str(agents_file)}
                   for proto in sorted(protocols)]
+    if "gnmi" in protocols:  # the switches' buffer configuration, read with gNMI Get
+        collectors.append({"type": "gnmi_buffer_config", "name": "lab-gnmi-config",
+                           "agents": str(agents_file)})
     return merge(data, {
         "topology": "",
         "bus": {"kind": "memory"},

@@ -18,7 +18,7 @@ from lab.inventory import plan_agents
 from lab.scenario.spec import Scenario
 from lab.sim.simulation import Simulation
 from pipeline.metrics import metric_id
-from pipeline.model import FLAG_COUNTER32, Alert, SampleBatch
+from pipeline.model import FLAG_COUNTER32, Alert, BatchBuilder, SampleBatch
 
 EPOCH_NS = 1_700_000_000 * 10**9
 
@@ -38,6 +38,12 @@ _PRIO_FIELD = {
     "queue_ecn_marked_pkts": "Q_ECN", "queue_occupancy_bytes": "Q_OCCUPANCY",
     "queue_watermark_bytes": "Q_WATERMARK",
 }
+#: the lossless buffer and ECN thresholds a gNMI switch serves as configuration (the
+#: ``gnmi_buffer_config`` collector reads them every ``CONFIG_EVERY`` intervals); SNMP serves none
+_CONFIG_FIELD = {"pfc_xoff_bytes": "D_XOFF", "pfc_xon_bytes": "D_XON",
+                 "pfc_headroom_bytes": "D_HEADROOM", "ecn_kmin_bytes": "D_ECN_KMIN",
+                 "ecn_kmax_bytes": "D_ECN_KMAX"}
+CONFIG_EVERY = 1
 _PORT = {m: getattr(lab_counters, f) for m, f in _PORT_FIELD.items()}
 _PRIO = {m: getattr(lab_counters, f) for m, f in _PRIO_FIELD.items()}
 _OC_PORT = ("if_in_octets", "if_out_octets", "if_in_pkts", "if_out_pkts", "if_in_errors",
@@ -72,6 +78,25 @@ class SimFeed:
         # speaks on the real path
         for plan in plan_agents(self.scenario):
             self.profiles.setdefault(plan.switch, plan.profile)
+
+    def config(self, t: float) -> list[SampleBatch]:
+        """The buffer configuration every gNMI switch serves at ``t`` (device-level rows)."""
+        w = self.sim.wiring
+        dev = self.sim.counters.device
+        ts = EPOCH_NS + round(t * 1e9)
+        out = []
+        lossless = self.sim.buffers.lossless
+        for sw in w.switches:
+            if self.profiles[sw] == "snmp":
+                continue
+            d = w.device_index(sw)
+            b = BatchBuilder()
+            for metric, fld in _CONFIG_FIELD.items():
+                for prio in lossless:
+                    b.add(ts, sw, "", metric_id(metric), prio,
+                          float(dev[d, getattr(lab_counters, fld)]))
+            out.append(b.build())
+        return out
 
     def batches(self, t: float) -> list[SampleBatch]:
         """One batch per switch from the counters at simulated time ``t`` (built in columns)."""
@@ -128,7 +153,7 @@ class SimFeed:
             if t > end + 1e-9:
                 return
             self.sim.run_until(t)
-            yield t, self.batches(t)
+            yield t, self.batches(t) + (self.config(t) if k % CONFIG_EVERY == 0 else [])
             k += 1
 
 

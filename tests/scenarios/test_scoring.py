@@ -88,6 +88,24 @@ def test_report_entries_keep_the_first_raise_the_last_verdict_and_only_detection
                         "severity": "critical", "root_cause": False}]
 
 
+def test_a_finding_raised_again_later_is_a_new_entry_with_its_own_time():
+    # a link that went down during a flap and, a minute later, for good: two pages, and the
+    # second fault is detected when the second one was raised, not when the first was
+    base = {"name": "link_down", "entity": "leaf3~spine2", "source": "correlator"}
+    states = [
+        Alert(starts_ns=31 * S, updated_ns=32 * S, **base),
+        Alert(starts_ns=31 * S, updated_ns=34 * S, root_cause=False, **base),
+        Alert(starts_ns=31 * S, updated_ns=35 * S, ends_ns=35 * S, root_cause=False, **base),
+        Alert(starts_ns=101 * S, updated_ns=102 * S, **base),
+    ]
+    entries = alert_entries(states, epoch_ns=0, end_s=160.0)
+    assert [(e["first_s"], e["last_s"], e["root_cause"]) for e in entries] == [
+        (102.0, 160.0, True), (32.0, 35.0, False)]
+    s = score(report([truth("link_down", "leaf3~spine2", 100.3, 160)], entries))
+    assert s.recall == 1.0 and s.precision == 1.0
+    assert s.ttd_s == {"link_down": pytest.approx(1.7)}
+
+
 def test_action_entries_name_what_was_acted_on():
     from pipeline.model import ActionResult
     from rocewatch.scenario.runner import action_entries

@@ -96,22 +96,42 @@ def test_a_saturated_link_into_a_leaf_waits_for_its_oversubscribed_hosts():
     assert not graph.edges.get("spine1:Ethernet3")
 
 
-def test_incast_needs_senders_held_to_under_half_their_line_rate():
-    root = sym("egress_oversubscribed", "leaf3:Ethernet1", util=1.0)
-    chain = [root, sym("queue_buildup", "leaf3:Ethernet1", util=1.0),
-             sym("queue_buildup", "spine1:Ethernet3", util=0.2),
-             sym("queue_buildup", "leaf1:Ethernet3", util=0.1)]
-    benign = [*chain, sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.15),
-              sym("pfc_pausing", "leaf1:Ethernet2", throttle=0.2)]
-    roots, _ = correlate(TOPO, benign)
-    assert roots == []
-    flooded = [*chain, sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.9),
-               sym("pfc_pausing", "leaf1:Ethernet2", throttle=0.92)]
-    roots, symptoms = correlate(TOPO, flooded)
-    assert [(a.name, a.entity) for a in roots] == [("incast", "host5")]
-    assert roots[0].evidence["senders"] == 2.0
+WIDE = spine_leaf(2, 3, 4)  # leafN: Ethernet1-4 hosts, Ethernet5 → spine1, Ethernet6 → spine2
+
+
+def _fan_in(*senders: tuple[str, float]) -> list[Alert]:
+    """host9 (leaf3:Ethernet1) at line rate with a standing queue; its back-pressure reaches the
+    hosts of leaf1 and leaf2 through spine1; each sender is (its leaf port, what it sends, as a
+    share of its line rate). Held NICs are backlogged: paused whenever they do not send."""
+    out = [sym("egress_oversubscribed", "leaf3:Ethernet1", util=1.0),
+           sym("queue_buildup", "leaf3:Ethernet1", util=1.0),
+           sym("queue_buildup", "spine1:Ethernet3", util=0.2),
+           sym("queue_buildup", "leaf1:Ethernet5", util=0.1),
+           sym("queue_buildup", "leaf2:Ethernet5", util=0.1)]
+    return out + [sym("pfc_pausing", port, inbound=sent, throttle=1.0 - sent, measured=1.0)
+                  for port, sent in senders]
+
+
+def test_an_incast_is_senders_converging_on_one_receiver_not_load_spread_over_many():
+    # two hosts each held to about half its line rate: host9's line rate is what they share
+    roots, symptoms = correlate(WIDE, _fan_in(("leaf1:Ethernet1", 0.48),
+                                              ("leaf2:Ethernet3", 0.5)))
+    assert [(a.name, a.entity) for a in roots] == [("incast", "host9")]
+    assert roots[0].evidence["senders"] == 2.0 and roots[0].evidence["demand_ratio"] == 2.0
     assert {s.entity for s in symptoms if s.inhibited_by} >= {"leaf1:Ethernet1",
                                                                "spine1:Ethernet3"}
+    # random many-to-many: eight hosts held by host9's back-pressure, each paused 60 % of the
+    # time like an incast's senders, but each sends 40 % of its line rate, three times its
+    # eighth of host9's: most of what they send goes elsewhere. Load, not an incast
+    spread = _fan_in(*((f"leaf{leaf}:Ethernet{k}", 0.4) for leaf in (1, 2) for k in range(1, 5)))
+    assert correlate(WIDE, spread)[0] == []
+    # one sender is not an incast, however hard it is held
+    assert correlate(WIDE, _fan_in(("leaf1:Ethernet1", 0.9)))[0] == []
+    # the line: a converging sender sends at most twice its share of the receiver. Four at 0.2
+    # converge; two victims of the spreading at 0.6 do not count (nor hide the incast)
+    roots, _ = correlate(WIDE, _fan_in(*((f"leaf1:Ethernet{k}", 0.2) for k in range(1, 5)),
+                                       ("leaf2:Ethernet1", 0.6), ("leaf2:Ethernet2", 0.6)))
+    assert [(a.name, a.evidence["senders"]) for a in roots] == [("incast", 4.0)]
 
 
 def _flooded(util: float) -> list[Alert]:
@@ -119,8 +139,8 @@ def _flooded(util: float) -> list[Alert]:
             sym("queue_buildup", "leaf3:Ethernet1", util=util),
             sym("queue_buildup", "spine1:Ethernet3", util=0.2),
             sym("queue_buildup", "leaf1:Ethernet3", util=0.1),
-            sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.9),
-            sym("pfc_pausing", "leaf1:Ethernet2", throttle=0.92)]
+            sym("pfc_pausing", "leaf1:Ethernet1", throttle=0.9, inbound=0.1),
+            sym("pfc_pausing", "leaf1:Ethernet2", throttle=0.92, inbound=0.08)]
 
 
 def test_an_oversubscribed_port_that_stopped_sending_is_no_incast():
@@ -160,11 +180,19 @@ def test_errors_at_both_ends_are_one_faulty_link_in_both_directions():
     assert all(s.inhibited_by == roots[0].fingerprint for s in symptoms)
 
 
-def test_flap_takes_precedence_over_down_and_errors_on_the_same_link():
-    roots, _ = correlate(TOPO, [sym("port_down", "leaf1:Ethernet4"),
-                                sym("carrier_flap", "spine2:Ethernet1", bounces=2.0),
-                                sym("fcs_errors", "leaf1:Ethernet4", corruption=1e-6)])
+def test_flap_explains_the_errors_on_its_link_and_a_link_down_now_stands_beside_it():
+    flap = sym("carrier_flap", "spine2:Ethernet1", bounces=2.0)
+    errors = sym("fcs_errors", "leaf1:Ethernet4", corruption=1e-6)
+    roots, symptoms = correlate(TOPO, [flap, errors])
     assert [(a.name, a.entity) for a in roots] == [("link_flap", "leaf1~spine2")]
+    assert all(s.inhibited_by == roots[0].fingerprint for s in symptoms)
+    # down now, after flapping: on-call must hear that it is down (a flap cannot be told from a
+    # down link until it comes back), and the flap stays on record beside it
+    roots, symptoms = correlate(TOPO, [sym("port_down", "leaf1:Ethernet4"), flap, errors])
+    assert sorted((a.name, a.entity) for a in roots) == [("link_down", "leaf1~spine2"),
+                                                         ("link_flap", "leaf1~spine2")]
+    down = next(a for a in roots if a.name == "link_down")
+    assert all(s.inhibited_by == down.fingerprint for s in symptoms)
 
 
 def test_imbalance_that_follows_a_link_failure_is_its_consequence():
@@ -197,6 +225,28 @@ def test_an_imbalance_a_leaf_saw_first_within_one_sample_is_still_the_failures_c
     # without a known cadence the order is taken as it is
     roots, _ = correlate(TOPO, [*failure, device_sym("uplink_imbalance", "leaf2", t=7.5)], corr)
     assert sorted(a.name for a in roots) == ["ecmp_imbalance", "link_down"]
+
+
+def test_a_collision_during_unrelated_incidents_is_still_a_collision():
+    # a storm on host3 (leaf2) whose tree stops at leaf2's uplinks and a corrupting link cannot
+    # move leaf1's flows: leaf1's imbalance, begun while they were on, is its own root cause
+    # (issue 10.3: "missed entirely while a storm and a corruption ran at the same time")
+    storm = [sym("pfc_watchdog", "leaf2:Ethernet1", t=3.0, pause_share=1.0, drain=0.0),
+             sym("pfc_pausing", "leaf2:Ethernet2", t=3.0, throttle=0.3)]
+    corruption = [sym("fcs_errors", "leaf3:Ethernet4", t=4.0, corruption=1e-5)]
+    imbalance = device_sym("uplink_imbalance", "leaf1", t=9.0, imbalance=2.0)
+    roots, _ = correlate(TOPO, [*storm, *corruption, imbalance])
+    assert sorted((a.name, a.entity) for a in roots) == [
+        ("ecmp_imbalance", "leaf1"), ("faulty_link", "leaf3~spine2"), ("pfc_storm", "host3")]
+    # once the storm's pause reaches leaf1's uplinks, it holds some of leaf1's flows back and not
+    # others: the imbalance that follows is the storm's
+    spread = [*storm, sym("pfc_paused", "spine1:Ethernet2", t=3.0, pause_share=0.4),
+              sym("pfc_paused", "leaf1:Ethernet3", t=3.0, pause_share=0.3)]
+    roots, symptoms = correlate(TOPO, [*spread, *corruption, imbalance])
+    assert sorted(a.name for a in roots) == ["faulty_link", "pfc_storm"]
+    storm_incident = next(a for a in roots if a.name == "pfc_storm")
+    assert next(s for s in symptoms if s.name == "uplink_imbalance").inhibited_by == \
+        storm_incident.fingerprint
 
 
 def test_an_imbalance_that_came_first_stays_a_root_cause():

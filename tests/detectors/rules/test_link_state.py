@@ -97,3 +97,28 @@ def test_flap_clears_after_a_stable_period_and_a_long_outage_is_not_a_flap(topo,
     assert ("link_flap", "leaf1~spine1") in active(chain)
     run(chain, feed, int(stable) + 2)
     assert not active(chain)
+
+
+def test_a_link_that_flapped_and_then_stays_down_is_down_within_two_samples(topo, feed):
+    # the flap's own symptom lasts a minute after its last bounce; the outage that follows must
+    # not hide behind it (issue 10.3: "link down after a period of flapping")
+    chain = chain_of(topo, "link_state")
+    run(chain, feed, 3)
+    for _ in range(3):  # three short bounces, one interval down each
+        down(feed, A, B)
+        run(chain, feed, 1)
+        up(feed, A, B)
+        run(chain, feed, 4)
+    assert ("link_flap", "leaf1~spine1") in active(chain)
+    down(feed, A, B)
+    run(chain, feed, 1)
+    assert ("link_down", "leaf1~spine1") not in active(chain)
+    run(chain, feed, 1)
+    now = active(chain)
+    incident = now[("link_down", "leaf1~spine1")]
+    assert incident.root_cause and at_s(incident.updated_ns) == feed.t
+    assert ("link_flap", "leaf1~spine1") in now  # the history stays visible beside it
+    # it stays down: the incident stands, and its evidence keeps up with the samples
+    run(chain, feed, 5)
+    incident = active(chain)[("link_down", "leaf1~spine1")]
+    assert incident.root_cause and at_s(incident.updated_ns) == feed.t

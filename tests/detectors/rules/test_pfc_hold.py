@@ -5,10 +5,12 @@ from __future__ import annotations
 from tests.detectors.conftest import STUCK, active, chain_of, run
 
 
-def test_deadlock_member_needs_three_stuck_samples(topo, feed):
+def test_deadlock_member_needs_two_stuck_samples(topo, feed):
+    # two stuck samples are seconds, far beyond any watchdog's hundreds of milliseconds; the
+    # onset sample counting, a deadlock is named within two intervals (three for the cycle)
     chain = chain_of(topo, "pfc_hold")
     feed.set("spine1:Ethernet2", **STUCK)
-    run(chain, feed, 3)
+    run(chain, feed, 2)  # the first sample has no rate yet: one stuck sample
     assert ("pfc_hold", "spine1:Ethernet2") not in active(chain)
     run(chain, feed, 1)
     assert ("pfc_hold", "spine1:Ethernet2") in active(chain)

@@ -2,37 +2,60 @@
 
 from __future__ import annotations
 
+from detectors.chain import DetectionChain
 from pipeline.topology.model import spine_leaf
 from tests.detectors.conftest import Feed, active, chain_of, run
 
+UPLINKS = [f"leaf1:Ethernet{k}" for k in range(5, 9)]  # spine_leaf(4, 2, 4): leaf uplinks 5..8
+
+
+def leaf_loaded(*loads: float) -> tuple[Feed, DetectionChain]:
+    """leaf1's four uplinks at these loads, and a chain with only the imbalance rule."""
+    topo = spine_leaf(4, 2, 4)
+    feed = Feed(topo)
+    spread(feed, *loads)
+    return feed, chain_of(topo, "uplink_imbalance")
+
+
+def spread(feed: Feed, *loads: float) -> None:
+    for port, load in zip(UPLINKS, loads, strict=True):
+        feed.load(port, load)
+
+
+def hosts_held(feed: Feed, share: float = 0.4) -> None:
+    """leaf1 pauses one of its hosts: the group is the bottleneck."""
+    feed.set("leaf1:Ethernet1", pfc_tx_frames__3=50000.0, pfc_tx_pause_us__3=share * 1e6)
+
 
 def test_collision_onto_one_uplink_after_a_balanced_baseline():
-    topo = spine_leaf(4, 2, 4)  # leaf uplinks Ethernet5..8
-    feed = Feed(topo)
-    chain = chain_of(topo, "uplink_imbalance")
-    for k in range(5, 9):
-        feed.load(f"leaf1:Ethernet{k}", 0.5)
+    feed, chain = leaf_loaded(0.5, 0.5, 0.5, 0.5)
     run(chain, feed, 15)
-    for k in range(5, 8):
-        feed.load(f"leaf1:Ethernet{k}", 0.05)
-    feed.load("leaf1:Ethernet8", 1.0)
-    feed.set("leaf1:Ethernet1", pfc_tx_frames__3=50000.0, pfc_tx_pause_us__3=0.4e6)
-    run(chain, feed, 4)
-    assert not active(chain)
+    spread(feed, 0.05, 0.05, 0.05, 1.0)
+    hosts_held(feed)
     run(chain, feed, 1)
+    assert not active(chain)
+    run(chain, feed, 1)  # two samples: a hash does not flicker
     incident = active(chain)[("ecmp_imbalance", "leaf1")]
     assert incident.root_cause and incident.ports == ("leaf1:Ethernet8",)
 
 
+def test_a_collision_that_does_not_hurt_yet_never_becomes_the_leafs_normal():
+    # the flows crowd onto one uplink while nobody is held back; load rises later and the
+    # collision starts to hurt: it is still a collision (the baseline kept the hash's normal)
+    feed, chain = leaf_loaded(0.4, 0.4, 0.4, 0.4)
+    run(chain, feed, 15)
+    spread(feed, 0.05, 0.05, 0.05, 0.8)
+    run(chain, feed, 60)
+    assert not active(chain)
+    spread(feed, 0.05, 0.05, 0.05, 1.0)
+    hosts_held(feed)
+    run(chain, feed, 2)
+    assert ("ecmp_imbalance", "leaf1") in active(chain)
+
+
 def test_a_leaf_that_was_always_uneven_is_its_own_baseline():
-    topo = spine_leaf(4, 2, 4)
-    feed = Feed(topo)
-    chain = chain_of(topo, "uplink_imbalance")
-    feed.load("leaf1:Ethernet5", 1.0)
-    feed.load("leaf1:Ethernet6", 1.0)
-    feed.load("leaf1:Ethernet7", 0.0)
-    feed.load("leaf1:Ethernet8", 0.0)
-    feed.set("leaf1:Ethernet1", pfc_tx_frames__3=50000.0, pfc_tx_pause_us__3=0.2e6)
+    feed, chain = leaf_loaded(1.0, 1.0, 0.0, 0.0)
+    hosts_held(feed, 0.2)
     run(chain, feed, 40)
     assert not active(chain)
 
@@ -40,12 +63,20 @@ def test_a_leaf_that_was_always_uneven_is_its_own_baseline():
 def test_all_traffic_on_one_member_from_the_start_is_the_hash_not_a_collision():
     # low-entropy traffic under a plain 5-tuple hash can land every flow of a leaf on one uplink:
     # a control run with such traffic stays quiet; only a later move onto fewer members fires
-    topo = spine_leaf(4, 2, 4)
-    feed = Feed(topo)
-    chain = chain_of(topo, "uplink_imbalance")
-    feed.load("leaf1:Ethernet5", 1.0)
-    for k in range(6, 9):
-        feed.load(f"leaf1:Ethernet{k}", 0.0)
-    feed.set("leaf1:Ethernet1", pfc_tx_frames__3=50000.0, pfc_tx_pause_us__3=0.4e6)
+    feed, chain = leaf_loaded(1.0, 0.0, 0.0, 0.0)
+    hosts_held(feed)
     run(chain, feed, 40)
+    assert not active(chain)
+
+
+def test_a_dip_while_other_traffic_is_held_back_is_not_learned_as_the_normal():
+    # an incast elsewhere holds some of this leaf's flows back: its hot uplink's share dips for
+    # a minute, then comes back to where the hash always put it. That return is no collision
+    feed, chain = leaf_loaded(1.0, 0.15, 0.15, 0.15)
+    hosts_held(feed)
+    run(chain, feed, 15)
+    spread(feed, 0.45, 0.15, 0.15, 0.15)
+    run(chain, feed, 60)
+    spread(feed, 1.0, 0.15, 0.15, 0.15)
+    run(chain, feed, 10)
     assert not active(chain)
