@@ -9,7 +9,9 @@ detectors, remediation, the API and dashboard, the scenario runner and scorer):
   them (:data:`FAULT_TO_INCIDENT` is that table's last column);
 * **symptoms** are what per-port and per-switch detectors see, named after the observation, not
   the cause (a paused port is a symptom; what paused it is the incident). A detector, its module
-  and its entry point are named after the symptom it raises.
+  and its entry point are named after the symptom it raises;
+* **runbook actions** are what remediation's guarded runbooks are called in the audit trail
+  (what the store's ``drains`` view selects).
 
 Several fault kinds and incident kinds share a spelling (an injected ``pfc_storm`` should be
 reported as a ``pfc_storm``); they are still different names, so each has its own constant.
@@ -95,3 +97,13 @@ SYMPTOMS: Final = (PFC_WATCHDOG, PFC_HOLD, PFC_PAUSED, PFC_PAUSING, QUEUE_BUILDU
 PAUSED_SYMPTOMS: Final = frozenset({PFC_WATCHDOG, PFC_HOLD, PFC_PAUSED})
 #: symptoms that say a port's egress is congested by its own load
 CONGESTED_SYMPTOMS: Final = frozenset({QUEUE_BUILDUP, EGRESS_OVERSUBSCRIBED})
+
+# -- runbook actions (remediation's audit trail) --------------------------------------------
+DRAIN: Final = "drain"
+UNDRAIN: Final = "undrain"
+ISOLATE: Final = "isolate"
+RESTORE: Final = "restore"
+#: per runbook, its action before the repair and the one that undoes it after
+RUNBOOK_ACTIONS: Final = {DRAIN: (DRAIN, UNDRAIN), ISOLATE: (ISOLATE, RESTORE)}
+#: every action a runbook records
+RUNBOOK_ACTION_NAMES: Final = tuple(a for pair in RUNBOOK_ACTIONS.values() for a in pair)

@@ -27,8 +27,8 @@ from pipeline.store.base import (
     alert_columns,
     batch_token,
     kept_rollups,
-    rollup_retention,
 )
+from pipeline.store.ddl import store_ddl
 from pipeline.store.dialect import MODERN
 from pipeline.store.rollup.sql import bucket_marks, marks_insert, marks_values
 from pipeline.store.rollup.upgrade import finish_upgrade, prepare_upgrade
@@ -68,9 +68,7 @@ class ChdbStore:
 
     def ddl(self) -> list[str]:
         """The statements :meth:`migrate` runs."""
-        return self.dialect.schema(self.database, self.retention_days,
-                                   rollup_retention(self.settings),
-                                   rollups=kept_rollups(self.settings))
+        return store_ddl(self.dialect, self.settings)
 
     def migrate(self) -> None:
         upgrade = prepare_upgrade(self, kept_rollups(self.settings))

@@ -49,8 +49,8 @@ from pipeline.store.base import (
     alert_columns,
     kept_rollups,
     literal,
-    rollup_retention,
 )
+from pipeline.store.ddl import store_ddl, view_names
 from pipeline.store.dialect import Dialect, dialect_for_version, local_name
 from pipeline.store.rollup.sql import bucket_marks, marks_insert
 from pipeline.store.rollup.upgrade import finish_upgrade, prepare_upgrade
@@ -161,9 +161,7 @@ class ClickHouseStore:
 
     def ddl(self) -> list[str]:
         """The statements :meth:`migrate` runs, for this server and configuration."""
-        return self.dialect.schema(self.database, self.settings.retention_days,
-                                   rollup_retention(self.settings), self.cluster,
-                                   rollups=kept_rollups(self.settings))
+        return store_ddl(self.dialect, self.settings, self.cluster)
 
     def migrate(self) -> None:
         if self.cluster and self._has_schema():
@@ -175,12 +173,13 @@ class ClickHouseStore:
         finish_upgrade(self, upgrade)
 
     def _has_schema(self) -> bool:
-        """Every table (local and distributed) of the schema exists on this server."""
+        """Every table (local and distributed) and view of the schema exists on this
+        server."""
         tables = self._run(f"SELECT name FROM system.tables WHERE database = "
                            f"{literal(self.database)}", columnar=True)
         have = {str(n) for n in tables[0]} if tables else set()
         names = [t.name for t in stored_tables(kept_rollups(self.settings))]
-        return {*names, *(local_name(n, self.cluster) for n in names)} <= have
+        return {*names, *(local_name(n, self.cluster) for n in names), *view_names()} <= have
 
     def execute(self, sql: str) -> None:
         self._run(sql)

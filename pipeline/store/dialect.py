@@ -188,6 +188,16 @@ class Dialect:
                 out.append(f"{col} <= toDateTime({(hi_ns - 1) // 1_000_000_000}, 'UTC')")
         return out
 
+    def time_at_least(self, col: str, ns_sql: str) -> list[str]:
+        """Conditions ``col >= ns_sql`` on a partitioning time column, where ``ns_sql`` is an
+        Int64 SQL expression of ns (a scalar subquery: a view's bound), spelled like
+        :meth:`time_range` so the engine can skip the parts before it."""
+        bound = f"greatest({ns_sql}, toInt64(0))"
+        if self.name == "modern":
+            return [f"{col} >= fromUnixTimestamp64Nano({bound}, 'UTC')"]
+        return [f"{col}_ns >= {ns_sql}",
+                f"{col} >= toDateTime(intDiv({bound}, 1000000000), 'UTC')"]
+
 
 def local_name(table: str, cluster: str = "") -> str:
     """The table that holds a logical table's rows on each server: ``<table>_local`` on a

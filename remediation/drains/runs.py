@@ -20,10 +20,12 @@ tells its story alone.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from pipeline.kinds import RUNBOOK_ACTIONS
 from pipeline.model import ActionOutcome, ActionResult, Alert
 from pipeline.topology.model import Port
 from remediation.drains.guards import Proposal, Runbook
@@ -56,8 +58,7 @@ TOUCHING = frozenset({Phase.TE_PRE, Phase.VERIFY_TRAFFIC, Phase.DISABLE, Phase.V
                       Phase.TE_POST, Phase.ENABLE, Phase.SOAK, Phase.TE_RESTORE})
 HOLDING = TOUCHING | {Phase.DRAINED}
 #: the audit action names: before and after the repair
-ACTIONS: dict[Runbook, tuple[str, str]] = {"drain": ("drain", "undrain"),
-                                           "isolate": ("isolate", "restore")}
+ACTIONS: Mapping[str, tuple[str, str]] = RUNBOOK_ACTIONS
 AFTER_REPAIR = frozenset({Phase.ENABLE, Phase.SOAK, Phase.TE_RESTORE, Phase.RESTORED})
 #: steps that belong to the undo (undrain / restore) even when they end back in ``drained``
 AFTER_STEPS = frozenset({"repair", "enable", "soak", "te_restore"})

@@ -18,7 +18,8 @@ from typing import Any
 import click
 
 from pipeline.config import StoreSettings
-from pipeline.store.base import kept_rollups, literal, rollup_retention
+from pipeline.store.base import literal
+from pipeline.store.ddl import store_ddl
 from pipeline.store.dialect import dialect_for_version
 
 config_option = click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False),
@@ -70,9 +71,7 @@ def ddl(config_path: str | None, cluster: str | None, version_text: str, connect
     else:
         dialect = dialect_for_version(_version(version_text),
                                       settings.clickhouse.legacy_low_cardinality)
-    statements = dialect.schema(database or settings.database, settings.retention_days,
-                                rollup_retention(settings), cluster,
-                                rollups=kept_rollups(settings))
+    statements = store_ddl(dialect, settings, cluster, database)
     click.echo(f"-- rocewatch schema for ClickHouse {version_text} ({dialect.name} dialect)"
                + (f", cluster {cluster}" if cluster else ""))
     for name, value in dialect.settings.items():

@@ -30,7 +30,8 @@ def test_ddl_for_a_modern_single_server() -> None:
     assert "TTL toDateTime(ts) + INTERVAL 14 DAY" in result.output
     assert "ON CLUSTER" not in result.output and "SET " not in result.output
     assert "ENGINE = ReplacingMergeTree(n)" in result.output  # rollups, rolled by a job
-    assert "VIEW" not in result.output
+    assert "MATERIALIZED VIEW" not in result.output
+    assert "CREATE VIEW IF NOT EXISTS rw.port_rates AS SELECT" in result.output  # docs/sql.md
 
 
 def test_a_bad_version_is_refused() -> None:

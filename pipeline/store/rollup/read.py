@@ -18,6 +18,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 
+from pipeline.rates.rule import HORIZON_NS
 from pipeline.store.base import Store
 from pipeline.store.dialect import Dialect
 from pipeline.store.rollup.sql import (
@@ -27,8 +28,9 @@ from pipeline.store.rollup.sql import (
     fold_select,
     samples_select,
     state_sql,
+    watermark_sql,
 )
-from pipeline.store.schema import SERIES_KEY, Rollup
+from pipeline.store.schema import ROLLUP_1M, SERIES_KEY, Rollup
 
 #: how long a reader reuses the watermarks it read (they only grow, and an older one gives the
 #: same answer, with more of it computed from the samples)
@@ -87,6 +89,22 @@ def rollup_rows(store: Store, rollup: Rollup, where: Sequence[str] = (),
                      else [fold_select(rollup, sources, read_names=True)])
     if not parts:  # an empty range: the same columns, no rows
         parts.append(dedup_select(d, db, rollup, 0, 0, where))
+    return "(" + " UNION ALL ".join(parts) + ")"
+
+
+def minute_rows(d: Dialect, db: str, where: Sequence[str] = (), rolled: bool = True) -> str:
+    """A parenthesised subquery of every 1-minute rollup row (read names, one per series and
+    minute), like :func:`rollup_rows` but with the watermark read by the statement itself, so
+    it can be a view's (a view takes no parameters): the rolled minutes before the watermark,
+    the later ones computed from the samples (read from the rate rule's horizon before it).
+    ``rolled=False`` (a store that keeps no rollups): every minute from the samples."""
+    mark = watermark_sql(db, ROLLUP_1M) if rolled else "toInt64(0)"
+    live = samples_select(d, db, ROLLUP_1M.bucket_ns, None, None,
+                          [*where, *d.time_at_least("ts", f"{mark} - {HORIZON_NS}")])
+    parts = [f"SELECT * FROM ({live}) WHERE rb >= {mark}"]
+    if rolled:
+        parts.insert(0, dedup_select(d, db, ROLLUP_1M, None, None,
+                                     [*where, f"{d.time_ns('bucket')} < {mark}"]))
     return "(" + " UNION ALL ".join(parts) + ")"
 
 

@@ -212,6 +212,13 @@ def state_sql(database: str) -> str:
             f"max(event_ns) AS event FROM {database}.{ROLLUP_STATE.name} GROUP BY rollup_table")
 
 
+def watermark_sql(database: str, rollup: Rollup) -> str:
+    """A scalar subquery of ``rollup``'s watermark (ns; 0 before its first roll): for a
+    statement that must read it itself (a view)."""
+    return (f"(SELECT toInt64(max(done_ns)) FROM {database}.{ROLLUP_STATE.name} "
+            f"WHERE rollup_table = '{rollup.name}')")
+
+
 def state_insert(database: str, states: dict[str, State]) -> str:
     """The statement that records states (one row per rollup). ``INSERT ... SELECT`` rather than
     ``VALUES``: over the native protocol a ``VALUES`` insert sends its rows as data blocks."""
