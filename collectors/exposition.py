@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector as PromCollector
 from prometheus_client.registry import CollectorRegistry
 
 from pipeline.errors import ConfigError
+from pipeline.exposition import Metrics
 
 HealthSource = Callable[[], dict[str, Any]]
 _LABELS = ["collector", "target", "protocol", "profile"]
@@ -68,6 +69,15 @@ class HealthFamilies(PromCollector):
         yield from gauges.values()
         yield from counters.values()
         yield errors
+
+
+def watch(metrics: Metrics, sources: Sequence[HealthSource], published: HealthSource) -> None:
+    """Every instance's per-target health and what the role published, in the process's metrics
+    (:mod:`pipeline.exposition`: the one endpoint of the process)."""
+    metrics.collect("collect", HealthFamilies(sources).collect)
+    metrics.stats("collect.published", "collect", published, {
+        "batches": ("counter", "sample batches published to the samples topic"),
+        "samples": ("counter", "samples published to the samples topic")})
 
 
 class HealthEndpoint:

@@ -15,7 +15,7 @@ import threading
 from typing import Any, Protocol
 
 from collectors.base import Collector
-from collectors.exposition import HealthEndpoint
+from collectors.exposition import HealthEndpoint, watch
 from pipeline.bus.base import Producer, Topics
 from pipeline.config import PluginSpec
 from pipeline.model import SampleBatch
@@ -120,6 +120,7 @@ def run(ctx: StageContext[WithCollectors], stop: threading.Event) -> None:
             sup.start(halt)
         ctx.health["collect"] = lambda: {"batches": publisher.batches,
                                          "samples": publisher.samples}
+        watch(ctx.metrics, [s.health for s in running], ctx.health["collect"])
         stop.wait()
     finally:
         halt.set()

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from detectors.chain import DetectionChain
+from detectors.metrics import watch
 from detectors.settings import DetectionSettings
 from pipeline.bus.base import Consumer, Message, Producer, Topics
 from pipeline.errors import DecodeError
@@ -133,8 +134,10 @@ def run(ctx: StageContext[WithDetection], stop: threading.Event) -> None:
                     maintenance=ctx.bus.consumer([ctx.topics.actions],
                                                  f"{settings.group}-maintenance"))
     ctx.health["detect"] = engine.health
+    step_seconds = watch(ctx.metrics, engine.health)
     try:
         while not stop.is_set():
-            engine.step()
+            if engine.step():
+                step_seconds.observe(engine.stats.last_step_s)
     finally:
         engine.close()

@@ -186,6 +186,14 @@ class ApiSettings(Strict):
     token: SecretStr = SecretStr("")
 
 
+class MetricsSettings(Strict):
+    """The process's Prometheus endpoint (:mod:`pipeline.exposition`)."""
+
+    #: ``host:port`` of ``/metrics`` for every role of this process ("" = none; a process that
+    #: runs the api role also serves ``/metrics`` on the API's port)
+    listen: str = Field("", pattern=r"^(.+:\d{1,5})?$")
+
+
 class DashboardSettings(Strict):
     host: str = "127.0.0.1"
     port: int = Field(8501, ge=0, le=65535)

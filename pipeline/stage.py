@@ -27,6 +27,7 @@ from pipeline.config import (
     IngestSettings,
     StoreSettings,
 )
+from pipeline.exposition import Metrics
 from pipeline.store.base import Store
 from pipeline.topology.model import Topology
 
@@ -75,6 +76,8 @@ class StageContext(Generic[Settings_co]):
     store: Store | None = None
     #: health and statistics each running loop publishes about itself, by loop name
     health: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
+    #: the process's metrics, where each loop declares what it measures (pipeline.exposition)
+    metrics: Metrics = field(default_factory=Metrics)
 
 
 StageLoop = Callable[[StageContext[LoopSettings], threading.Event], None]

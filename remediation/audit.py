@@ -31,6 +31,8 @@ class Recorder:
         #: records other than notifications: what changes the state worth saving
         self.changes = 0
         self.failures = 0
+        #: records by (action, the receiver of a notification or "", outcome), for metrics
+        self.outcomes: dict[tuple[str, str, str], int] = {}
 
     def record(self, results: ActionResult | Iterable[ActionResult]) -> None:
         batch = [results] if isinstance(results, ActionResult) else list(results)
@@ -38,6 +40,9 @@ class Recorder:
             self.recent.extend(batch)
             self.total += len(batch)
             self.changes += sum(1 for r in batch if r.action != "notify")
+            for r in batch:
+                key = (r.action, r.target if r.action == "notify" else "", r.outcome)
+                self.outcomes[key] = self.outcomes.get(key, 0) + 1
             if self._producer is None:
                 return
             for result in batch:

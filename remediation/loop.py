@@ -11,6 +11,7 @@ import threading
 from typing import Protocol
 
 from pipeline.stage import CoreSettings, StageContext
+from remediation.metrics import watch
 from remediation.service import Remediation
 from remediation.settings import RemediationSettings
 
@@ -28,4 +29,5 @@ def run(ctx: StageContext[WithRemediation], stop: threading.Event) -> None:
                           site=settings.site)
     service.topology_source = lambda: ctx.topology
     ctx.health["remediate"] = service.health
+    watch(ctx.metrics, service)
     service.run(stop)

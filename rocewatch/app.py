@@ -19,13 +19,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from pipeline.bus.base import Bus, Topics
 from pipeline.bus.memory import MemoryBus
 from pipeline.errors import ConfigError
+from pipeline.exposition import MeteredBus, Metrics, MetricsServer
 from pipeline.stage import StageContext, StageLoop
 from pipeline.store.base import Store, open_store
 from pipeline.supervisor import Supervisor
@@ -112,6 +115,10 @@ class Platform:
     bus: Bus | None = None
     stop_event: threading.Event = field(default_factory=threading.Event)
     context: StageContext[Settings] | None = None
+    #: the process's metrics (every loop's, its supervision, every consumer's lag)
+    metrics: Metrics = field(default_factory=Metrics)
+    #: ``/metrics`` on ``metrics.listen``, when set
+    metrics_server: MetricsServer | None = None
     _running: dict[str, Supervisor] = field(default_factory=dict)
     watchdog: Watchdog | None = None
     _watching: threading.Thread | None = None
@@ -122,13 +129,18 @@ class Platform:
         topology = self.topology
         if topology is None and self.settings.topology:
             topology = Topology.load(self.settings.topology)
-        bus = self.bus or open_bus(self.settings)
+        bus = MeteredBus(self.bus or open_bus(self.settings), self.metrics)
         topics = Topics(self.settings.bus.topic_prefix)
         bus.ensure_topics(topics.all())
         store: Store | None = None
         if "ingest" in self.roles or "api" in self.roles:
             store = open_store(self.settings.store)
-        self.context = StageContext(self.settings, bus, topics, topology, store)
+        self.context = StageContext(self.settings, bus, topics, topology, store,
+                                    metrics=self.metrics)
+        self.metrics.collect("loops", self._loop_families)
+        if self.settings.metrics.listen:
+            self.metrics_server = MetricsServer(self.metrics, self.settings.metrics.listen)
+            self.metrics_server.start()
         # consumers first, so nothing the collectors send predates its readers
         order = [r for r in ("ingest", "detect", "remediate", "api", "collect") if r in self.roles]
         for role in order:
@@ -150,6 +162,15 @@ class Platform:
         ctx.health[sup.name] = sup.health
         sup.start()
 
+    def _loop_families(self) -> Iterator[Metric]:
+        """Every role loop's supervision, for Prometheus."""
+        looks = {role: sup.health() for role, sup in self._running.items()}
+        for name, doc, kind, read in LOOP_METRICS:
+            family = kind(f"rocewatch_loop_{name}", doc, labels=["loop"])
+            for role, health in looks.items():
+                family.add_metric([role], float(read(health)))
+            yield family
+
     def health(self) -> dict[str, Any]:
         """Each role's supervision and what its loop reports, and the other probes."""
         out: dict[str, Any] = {role: sup.health() for role, sup in self._running.items()}
@@ -170,10 +191,24 @@ class Platform:
             self._watching.join(max(0.1, deadline - time.monotonic()))
         if self.watchdog is not None:
             self.watchdog.close()
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
         if self.context:
             if self.context.store is not None:
                 self.context.store.close()
             self.context.bus.close()
+
+
+#: the supervision of every role loop as metrics: name, help, family, reading of its health
+LOOP_METRICS: tuple[tuple[str, str, Any, Callable[[dict[str, Any]], float]], ...] = (
+    ("up", "1 while the loop's thread runs", GaugeMetricFamily, lambda h: h["alive"]),
+    ("restarts", "crashes of the loop, each followed by a restart", CounterMetricFamily,
+     lambda h: h["restarts"]),
+    ("crashes_without_progress", "crashes in a row that came without progress",
+     GaugeMetricFamily, lambda h: h["crashes_without_progress"]),
+    ("crash_looping", "1 while the loop keeps crashing without progress (an alert is raised)",
+     GaugeMetricFamily, lambda h: h["crash_looping"]),
+)
 
 
 def run_roles(settings: Settings, roles: Sequence[str], topology: Topology | None = None) -> None:

@@ -32,6 +32,7 @@ from pipeline.config import (
     BusSettings,
     DashboardSettings,
     IngestSettings,
+    MetricsSettings,
     PluginSpec,
     StoreSettings,
     Strict,
@@ -57,6 +58,7 @@ class Settings(Strict):
     bus: BusSettings = BusSettings()
     store: StoreSettings = StoreSettings()
     ingest: IngestSettings = IngestSettings()
+    metrics: MetricsSettings = MetricsSettings()
     api: ApiSettings = ApiSettings()
     dashboard: DashboardSettings = DashboardSettings()
     access: AccessSettings = AccessSettings()

@@ -207,6 +207,7 @@ class KafkaConsumer:
         self._bootstrap = k.bootstrap
         self._commit_timeout_ms = k.commit_timeout_ms
         self.rebalances = Rebalances(group_id)
+        self._lag: dict[tuple[str, int], int] = {}
         try:
             self._consumer = _KafkaConsumer(
                 **_client_config(settings),
@@ -235,7 +236,25 @@ class KafkaConsumer:
         out: list[Message] = []
         for tp, batch in records.items():
             out.extend(Message(tp.topic, tp.partition, r.offset, r.key, r.value) for r in batch)
+        self._note_lag()
         return out
+
+    def _note_lag(self) -> None:
+        """What each assigned partition holds past our position, as the last fetch saw its end
+        (kept for :meth:`lag`: the client is not to be touched from another thread)."""
+        lag: dict[tuple[str, int], int] = {}
+        try:
+            for tp in self._consumer.assignment():
+                end = self._consumer.highwater(tp)
+                if end is not None:
+                    lag[(tp.topic, tp.partition)] = max(0, end - self._consumer.position(tp))
+        except (KafkaError, OSError, AssertionError):  # mid-rebalance: keep the last reading
+            return
+        self._lag = lag
+
+    def lag(self) -> dict[tuple[str, int], int]:
+        """Per assigned partition, the messages past this member's position (for metrics)."""
+        return dict(self._lag)
 
     def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
         """Commit the positions of everything ``poll`` returned, or the given next offsets.

@@ -192,6 +192,14 @@ class MemoryConsumer:
                 bus._cond.wait(left)
         return []
 
+    def lag(self) -> dict[tuple[str, int], int]:
+        """Per assigned partition, the messages past this member's position (for metrics)."""
+        with self._bus._cond:
+            if self._closed:
+                return {}
+            return {tp: max(0, self._bus._topics[tp[0]][tp[1]].end - pos)
+                    for tp, pos in self._positions.items()}
+
     def commit(self, offsets: Mapping[tuple[str, int], int] | None = None) -> None:
         with self._bus._cond:
             group = self._bus._groups[self._group_name]

@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 
 from pipeline.bus.base import Bus, Message, Topics
 from pipeline.errors import BusError, StoreError
+from pipeline.exposition import Metrics
+from pipeline.ingest.metrics import insert_seconds, watch
 from pipeline.ingest.window import TimeWindow, device_times
 from pipeline.model import ActionResult, Alert, SampleBatch
 from pipeline.retry import REPOLL, Backoff, RetryPolicy
@@ -91,8 +93,9 @@ class Ingest:
 
     def __init__(self, bus: Bus, store: Store, topics: Topics, group: str = "ingest",
                  max_rows: int = 200_000, max_wait_s: float = 0.5, inflight: int = 2,
-                 window: TimeWindow | None = None) -> None:
+                 window: TimeWindow | None = None, metrics: Metrics | None = None) -> None:
         self.store = store
+        self._insert_seconds = insert_seconds(metrics or Metrics())
         self.window = window or TimeWindow(retention_days=store.settings.retention_days)
         self.inflight = max(1, inflight)
         self.topics = topics
@@ -207,6 +210,7 @@ class Ingest:
             self.store.insert_actions(pending.actions)
         self.stats.last_insert_s = time.perf_counter() - t0
         self.stats.inserts += 1
+        self._insert_seconds.observe(self.stats.last_insert_s)
 
     def finish(self, pending: _Pending) -> None:
         """Store a gathered batch and make its dead letters durable: after this returns, its
@@ -333,13 +337,16 @@ def run(ctx: StageContext[CoreSettings], stop: threading.Event) -> None:
 
     window = ctx.settings.ingest
     ingest = Ingest(ctx.bus, ctx.store, ctx.topics, window=TimeWindow(
-        window.max_past_s, window.max_ahead_s, retention_days=ctx.settings.store.retention_days))
+        window.max_past_s, window.max_ahead_s, retention_days=ctx.settings.store.retention_days),
+        metrics=ctx.metrics)
     ctx.health["ingest"] = lambda: asdict(ingest.stats)
     # engines without TTL (ClickHouse 18.16) drop expired partitions from a scheduled job
     retention = RetentionJob(ctx.store, ctx.settings.store)
     # the rollups are rolled in bulk, bucket by bucket, as the data's event time completes them
     rollups = RollupJob(ctx.store, ctx.settings.store)
     ctx.health["rollup"] = lambda: asdict(rollups.stats)
+    watch(ctx.metrics, lambda: asdict(ingest.stats), lambda: ingest.letters.stats,
+          lambda: rollups.stats)
     retention.start()
     rollups.start()
     try:

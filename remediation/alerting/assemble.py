@@ -134,5 +134,10 @@ class Alerting:
                               "maintenance": d.stats.muted_maintenance},
                     "silences": len(self.silences.all())}
 
+    def open_incidents(self) -> int:
+        """Root-cause alerts firing now (for metrics)."""
+        with self._lock:
+            return sum(1 for a in self.dispatcher.alerts.values() if a.root_cause and a.firing)
+
     def close(self) -> None:
         self.deliverer.close()

@@ -27,10 +27,12 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pipeline.errors import BusError, QueryError, StoreError
+from pipeline.exposition import Metrics
 from pipeline.times import MAX_INSTANT_NS
 from ui.api.access import COMMAND_ROLES, AccessSettings, Identity, Refused, Tokens
 from ui.api.commands import SERVER_FIELDS, CommandPublisher, CommandRequest, build
 from ui.api.guard import MAX_BODY_BYTES, MAX_QUERY_BYTES, Guard, Need
+from ui.api.metrics import instrument
 from ui.query.layer import Query
 from ui.query.views import (
     ActionList,
@@ -130,10 +132,12 @@ DOC_NEEDS: dict[str, Need] = {"/openapi.json": "open", "/docs": "open",
 
 def create_app(query: Query, probes: Probes | None = None,
                publisher: CommandPublisher | None = None,
-               stats: ApiStats | None = None, tokens: Tokens | None = None) -> FastAPI:
+               stats: ApiStats | None = None, tokens: Tokens | None = None,
+               metrics: Metrics | None = None) -> FastAPI:
     """The API over ``query``; ``probes`` reports the platform's loops for ``/healthz``;
     ``publisher`` enables ``POST /v1/commands``; ``tokens`` says who may do what (default: no
-    tokens, reads open, so no commands)."""
+    tokens, reads open, so no commands); with ``metrics``, requests are timed and
+    ``GET /metrics`` serves the process's registry (:mod:`ui.api.metrics`)."""
     tokens = tokens or Tokens(AccessSettings())
     app = FastAPI(
         title="rocewatch API",
@@ -398,6 +402,8 @@ def create_app(query: Query, probes: Probes | None = None,
             return {"accepted": True, "id": sent.id, "kind": sent.kind, "by": sent.by,
                     "topic": commands.topic}
 
+    if metrics is not None:
+        instrument(app, route, metrics)
     missing = [f"{sorted(getattr(r, 'methods', ()) or ())} {getattr(r, 'path', r)}"
                for r in app.routes
                if not set(getattr(r, "methods", ()) or ())

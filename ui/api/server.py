@@ -135,7 +135,7 @@ def run(ctx: StageContext[WithAccess], stop: threading.Event) -> None:
         bus.kafka.max_message_bytes if bus.kind == "kafka" else None))
     stats = ApiStats()
     app = create_app(query, probes=lambda: _probes(ctx), publisher=publisher, stats=stats,
-                     tokens=tokens)
+                     tokens=tokens, metrics=ctx.metrics)
     sock = bind(settings.host, settings.port)
     url = url_of(sock)
     ctx.health["api"] = lambda: {"url": url, **stats.as_dict()}
