@@ -3,8 +3,10 @@
 It fills a fresh chDB store (a temporary directory) with ``--samples`` samples of a spine-leaf
 fabric (every port: octets in/out, FCS and symbol errors, PFC rx/tx on two priorities, ECN marks,
 queue occupancy, at ``--interval``), plus alert history and actions, serves the API with uvicorn on
-loopback, and times HTTP requests end to end (client included), sequentially. It prints what it
-measured and how; it asserts nothing.
+loopback, and times HTTP requests end to end (client included), sequentially. With
+``--fabric reference`` the store holds ``--intervals`` of the 24,576-GPU reference fabric with a
+storm across zones (:mod:`rocewatch.bench.reference`), and the fabric view and heat map are timed
+too. It prints what it measured and how; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from pipeline.model import ActionResult, Alert, SampleBatch, Severity
 from pipeline.store.base import Store, open_store
 from pipeline.store.rollup.job import RollupJob
 from pipeline.topology.model import Topology, spine_leaf
+from rocewatch.bench.reference import Reference
+from rocewatch.bench.reference import fill as reference_fill
 from ui.api.app import create_app
 from ui.api.server import start_background
 from ui.query.layer import Query, StatusOptions
@@ -153,10 +157,87 @@ def _getter(http: httpx.Client, url: str,
     return lambda: http.get(url, params=params)
 
 
+def _cases(fabric: Fabric) -> list[tuple[str, str, dict[str, Any]]]:
+    dev, port = fabric.ports[len(fabric.ports) // 2]
+    span_h = (fabric.end_ns - fabric.start_ns) / 3600 / NS
+    return [
+        ("series: 1 metric, 2 priorities, 15m auto step", "/v1/series",
+         {"device": dev, "port": port, "metric": "pfc_rx_frames", "start": "now-15m"}),
+        ("series: 8 metrics (drill-down), 1h auto step", "/v1/series",
+         {"device": dev, "port": port, "start": "now-1h", "metric": [
+             "pfc_rx_frames", "pfc_tx_frames", "if_in_fcs_errors", "if_in_symbol_errors",
+             "queue_ecn_marked_pkts", "if_in_octets", "if_out_octets",
+             "queue_occupancy_bytes"]}),
+        (f"series: 1 counter, whole {span_h:.1f} h, step 1m, raw", "/v1/series",
+         {"device": dev, "port": port, "metric": "if_in_octets",
+          "start": str(fabric.start_ns), "step": "1m", "source": "raw"}),
+        (f"series: 1 counter, whole {span_h:.1f} h, step 1m, 1m rollup", "/v1/series",
+         {"device": dev, "port": port, "metric": "if_in_octets",
+          "start": str(fabric.start_ns), "step": "1m", "source": "1m"}),
+        ("alerts: firing now", "/v1/alerts", {}),
+        ("alerts: state at a past time", "/v1/alerts",
+         {"at": str(fabric.start_ns + (fabric.end_ns - fabric.start_ns) // 2)}),
+        ("alerts: episodes in the last hour", "/v1/alerts", {"start": "now-1h"}),
+        ("incidents: firing now, with symptoms", "/v1/incidents", {}),
+        ("status: whole fabric (levels + utilisation), uncached", "/v1/status", {}),
+    ]
+
+
+def _fabric_cases(ref: Reference) -> list[tuple[str, str, dict[str, Any]]]:
+    zone = "z3"
+    return [
+        ("fabric: zones worst first, every switch's health", "/v1/fabric", {}),
+        (f"fabric: zone {zone}", "/v1/fabric", {"group": zone}),
+        ("fabric: a spine's 224 ports", "/v1/fabric", {"switch": "z3-spine1"}),
+        ("fabric: the storm's pause tree", "/v1/fabric", {"incident": ref.storm.fingerprint}),
+        ("heat map: 50 ports by PFC received, whole fabric", "/v1/heatmap", {}),
+        ("heat map: zone 6 by errors, search 'agg1'", "/v1/heatmap",
+         {"scope": "z6", "sort": "errors", "search": "agg1"}),
+        ("topology: every link and host (4.7 MB)", "/v1/topology", {}),
+    ]
+
+
+def _reference(store: Store, intervals: int, interval_s: float,
+               episodes: int) -> tuple[Fabric, Reference]:
+    t0 = time.perf_counter()
+    ref = reference_fill(store, SERIES, intervals, interval_s, progress=click.echo)
+    topo = ref.topology
+    ports = [(p.device, p.name) for dev in topo.switches for p in topo.ports(dev)]
+    fabric = Fabric(topo, ports, ref.start_ns, ref.end_ns, int(interval_s * NS))
+    alert_rows = fill_alerts(store, fabric, episodes)
+    click.echo(f"store: {ref.samples:,} samples of {len(ports) * len(SERIES):,} series "
+               f"({len(topo.switches)} switches, {len(ports):,} ports), {intervals} intervals of "
+               f"{interval_s:g} s in event-time order; inserts {ref.insert_s:.0f} s "
+               f"({ref.samples / ref.insert_s / 1e6:.2f} M rows/s), rollup job "
+               f"{ref.rollup_s:.0f} s, {time.perf_counter() - t0:.0f} s in all; a storm over "
+               f"{len(ref.paused_ports):,} ports and {alert_rows:,} alert rows of history")
+    return fabric, ref
+
+
+def _row(title: str, ms: list[float], size: int) -> str:
+    ms.sort()
+    return (f"| {title} | {statistics.median(ms):.1f} | {ms[int(0.95 * (len(ms) - 1))]:.1f} | "
+            f"{ms[-1]:.1f} | {size / 1024:.0f} |")
+
+
+def _cold(store: Store, topology: Topology, params: dict[str, Any]) -> float:
+    """One status answer computed from nothing cached but the topology's index (ms)."""
+    fresh = Query(store, topology, options=StatusOptions(silent_after_s=1e9))
+    t0 = time.perf_counter()
+    fresh.status(int(params.get("top", 20)))
+    return (time.perf_counter() - t0) * 1000
+
+
 @click.command("query")
+@click.option("--fabric", "shape", type=click.Choice(["spine-leaf", "reference"]),
+              default="spine-leaf", show_default=True,
+              help="spine-leaf: --leaves leaves, --samples samples; reference: the 24,576-GPU "
+                   "three-tier fabric (928 switches, 81,920 ports), --intervals of it.")
 @click.option("--samples", type=int, default=10_000_000, show_default=True)
 @click.option("--leaves", type=int, default=32, show_default=True,
               help="Fabric size: leaves (spines = leaves/4, 16 hosts per leaf).")
+@click.option("--intervals", type=int, default=60, show_default=True,
+              help="reference: sample intervals written, in event-time order.")
 @click.option("--interval", "interval_s", type=float, default=10.0, show_default=True,
               help="Seconds between samples of a series.")
 @click.option("--episodes", type=int, default=20_000, show_default=True,
@@ -164,70 +245,63 @@ def _getter(http: httpx.Client, url: str,
 @click.option("--runs", type=int, default=30, show_default=True, help="Requests per case.")
 @click.option("--dir", "path", type=click.Path(file_okay=False), default=None,
               help="chDB directory (default: a temporary one).")
-def query(samples: int, leaves: int, interval_s: float, episodes: int, runs: int,
-          path: str | None) -> None:
-    """Latency of /v1/series, /v1/alerts and friends over a filled store."""
+def query(shape: str, samples: int, leaves: int, intervals: int, interval_s: float,
+          episodes: int, runs: int, path: str | None) -> None:
+    """Latency of /v1/series, /v1/alerts, /v1/status, /v1/fabric and friends over a filled
+    store."""
     with tempfile.TemporaryDirectory(prefix="rocewatch-bench-") as tmp:
         store = open_store(StoreSettings(chdb_path=path or tmp, database="bench"))
         store.execute("DROP DATABASE IF EXISTS bench")
         store.migrate()
-        fabric, insert_s = fill(store, samples, leaves, interval_s)
-        rows = int(store.query("SELECT count() AS n FROM bench.samples")["n"][0])
-        t0 = time.perf_counter()  # what the ingest role's rollup job does as the data comes
-        RollupJob(store, store.settings).catch_up()
-        roll_s = time.perf_counter() - t0
-        alert_rows = fill_alerts(store, fabric, episodes)
-        click.echo(f"store: {rows:,} samples of {len(fabric.ports) * len(SERIES):,} series "
-                   f"({len(fabric.topology.switches)} switches, {len(fabric.ports):,} ports), "
-                   f"{(fabric.end_ns - fabric.start_ns) / 3600 / NS:.1f} h at {interval_s:g} s; "
-                   f"inserted in {insert_s:.1f} s ({rows / insert_s / 1e6:.2f} M rows/s), "
-                   f"rolled up in {roll_s:.1f} s; {alert_rows:,} alert rows")
+        ref = None
+        if shape == "reference":
+            fabric, ref = _reference(store, intervals, interval_s, episodes)
+        else:
+            fabric, insert_s = fill(store, samples, leaves, interval_s)
+            rows = int(store.query("SELECT count() AS n FROM bench.samples")["n"][0])
+            t0 = time.perf_counter()  # what the ingest role's rollup job does as the data comes
+            RollupJob(store, store.settings).catch_up()
+            roll_s = time.perf_counter() - t0
+            alert_rows = fill_alerts(store, fabric, episodes)
+            click.echo(f"store: {rows:,} samples of {len(fabric.ports) * len(SERIES):,} series "
+                       f"({len(fabric.topology.switches)} switches, {len(fabric.ports):,} "
+                       f"ports), {(fabric.end_ns - fabric.start_ns) / 3600 / NS:.1f} h at "
+                       f"{interval_s:g} s; inserted in {insert_s:.1f} s "
+                       f"({rows / insert_s / 1e6:.2f} M rows/s), rolled up in {roll_s:.1f} s; "
+                       f"{alert_rows:,} alert rows")
         settle_s = settle(store)
         click.echo(f"background merges settled in {settle_s:.1f} s")
-        # no answer caches: every request below pays its full cost
+        cold = [_cold(store, fabric.topology, {}) for _ in range(max(3, runs // 10))]
+        # no answer caches: every request below pays its full cost (but the topology's index)
         query_layer = Query(store, fabric.topology, options=StatusOptions(
-            silent_after_s=1e9, status_cache_s=0, utilisation_cache_s=0))
+            silent_after_s=1e9, status_cache_s=0, utilisation_cache_s=0, live_cache_s=0,
+            seen_cache_s=0, rolled_cache_s=0))
+        served = Query(store, fabric.topology, options=StatusOptions(silent_after_s=1e9))
         running = start_background(create_app(query_layer))
-        dev, port = fabric.ports[len(fabric.ports) // 2]
-        span_h = (fabric.end_ns - fabric.start_ns) / 3600 / NS
-        cases: list[tuple[str, str, dict[str, Any]]] = [
-            ("series: 1 metric, 2 priorities, 15m auto step", "/v1/series",
-             {"device": dev, "port": port, "metric": "pfc_rx_frames", "start": "now-15m"}),
-            ("series: 8 metrics (drill-down), 1h auto step", "/v1/series",
-             {"device": dev, "port": port, "start": "now-1h", "metric": [
-                 "pfc_rx_frames", "pfc_tx_frames", "if_in_fcs_errors", "if_in_symbol_errors",
-                 "queue_ecn_marked_pkts", "if_in_octets", "if_out_octets",
-                 "queue_occupancy_bytes"]}),
-            (f"series: 1 counter, whole {span_h:.1f} h, step 1m, raw", "/v1/series",
-             {"device": dev, "port": port, "metric": "if_in_octets",
-              "start": str(fabric.start_ns), "step": "1m", "source": "raw"}),
-            (f"series: 1 counter, whole {span_h:.1f} h, step 1m, 1m rollup", "/v1/series",
-             {"device": dev, "port": port, "metric": "if_in_octets",
-              "start": str(fabric.start_ns), "step": "1m", "source": "1m"}),
-            ("alerts: firing now", "/v1/alerts", {}),
-            ("alerts: state at a past time", "/v1/alerts",
-             {"at": str(fabric.start_ns + (fabric.end_ns - fabric.start_ns) // 2)}),
-            ("alerts: episodes in the last hour", "/v1/alerts", {"start": "now-1h"}),
-            ("incidents: firing now, with symptoms", "/v1/incidents", {}),
-            ("status: whole fabric (levels + utilisation), uncached", "/v1/status", {}),
-        ]
-        lines = []
+        as_served = start_background(create_app(served))
+        cases = _cases(fabric) + (_fabric_cases(ref) if ref is not None else [])
+        lines = [_row("status: whole fabric, a new query layer (nothing cached but the "
+                      "topology's index)", cold, 0)]
         try:
-            with httpx.Client(base_url=running.url, timeout=60) as http:
+            with httpx.Client(base_url=running.url, timeout=120) as http:
                 for title, url, params in cases:
                     ms, size = timed(_getter(http, url, params), runs)
-                    ms.sort()
-                    lines.append(f"| {title} | {statistics.median(ms):.1f} | "
-                                 f"{ms[int(0.95 * (len(ms) - 1))]:.1f} | {ms[-1]:.1f} | "
-                                 f"{size / 1024:.0f} |")
+                    lines.append(_row(title, ms, size))
+            with httpx.Client(base_url=as_served.url, timeout=120) as http:
+                for title, url, params in [("status, as served (answers reused 1 s, port "
+                                            "values once per rolled minute)", "/v1/status", {}),
+                                           ("fabric, as served", "/v1/fabric", {})]:
+                    ms, size = timed(_getter(http, url, params), runs)
+                    lines.append(_row(title, ms, size))
         finally:
             running.stop()
+            as_served.stop()
             store.close()
     load = os.getloadavg()[0]
     click.echo(f"machine: {os.cpu_count()} CPUs (load average {load:.1f} at the end), "
                f"{platform.python_implementation()} {platform.python_version()}; {runs} "
                f"sequential requests per case over HTTP (httpx → uvicorn on 127.0.0.1), "
-               f"answer caches off")
+               f"answer caches off unless the case says otherwise")
     click.echo("| request | p50 ms | p95 ms | max ms | answer KiB |")
     click.echo("|---|---:|---:|---:|---:|")
     for line in lines:

@@ -13,6 +13,7 @@ import click
 BENCHMARKS: dict[str, str] = {
     "ingest": "rocewatch.bench.ingest:ingest",
     "collect": "rocewatch.bench.collect:collect",
+    "dashboard": "rocewatch.bench.dashboard:dashboard",
     "detect": "rocewatch.bench.detect:detect",
     "lab": "rocewatch.cli.lab:bench",
     "query": "rocewatch.bench.query:query",

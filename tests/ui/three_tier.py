@@ -8,7 +8,9 @@ PFC frames received (``pfc_paused`` symptoms the incident explains):
 
     host2 ─ z1-leaf1 ─ z1-spine1 ─ agg1 ─ z2-spine1 ─ z2-leaf2
 
-Separately, ``z2-leaf3~z2-spine2`` corrupts frames (a ``faulty_link`` incident). Every port
+Separately, ``z2-leaf3~z2-spine2`` corrupts frames (a ``faulty_link`` incident), and
+``z1-leaf3~z1-spine2`` is drained for maintenance by remediation's run ``run-7`` (its
+``link_down`` restated as info, as detection restates a maintenance's consequences). Every port
 reports octets, PFC frames on priority 3 and ECN marks every second; the rollup job has run.
 """
 
@@ -18,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.kinds import FAULTY_LINK, PFC_PAUSED, PFC_STORM, PFC_WATCHDOG
+from pipeline.kinds import FAULTY_LINK, LINK_DOWN, PFC_PAUSED, PFC_STORM, PFC_WATCHDOG
+from pipeline.maintenance import Maintenance, record, restate
 from pipeline.model import Alert, Severity
 from pipeline.store.base import Store
 from pipeline.store.rollup.job import RollupJob
@@ -33,6 +36,8 @@ CLIMB = (("host2", "z1-leaf1"), ("z1-leaf1~z1-spine1", "z1-spine1"),
          ("agg1~z1-spine1", "agg1"), ("agg1~z2-spine1", "z2-spine1"),
          ("z2-leaf2~z2-spine1", "z2-leaf2"))
 CORRUPT = "z2-leaf3~z2-spine2"
+DRAINED = "z1-leaf3~z1-spine2"
+DRAIN_RUN = "run-7"
 #: PFC frames/s the storm's paused ports receive; every other port sees about 2/s
 STORM_PFC = 5_000.0
 
@@ -46,6 +51,7 @@ class StormFabric:
     storm: Alert
     symptoms: list[Alert]
     corruption: Alert
+    drained: Maintenance | None = None
 
     def paused_ports(self) -> list[str]:
         return paused_ports(self.topology)
@@ -93,7 +99,24 @@ def write_storm_fabric(store: Store, duration_s: int = 300, fault_after_s: int =
     store.insert_samples(batch(rows))
     RollupJob(store, store.settings).run_once()
     store.insert_alerts([*made.symptoms, made.storm, made.corruption])
+    made.drained = _drain(store, topo, fault_ns + 30 * NS)
     return made
+
+
+def _drain(store: Store, topo: Topology, since_ns: int) -> Maintenance:
+    """The maintenance record remediation publishes for a drained link, and the link's
+    ``link_down`` as detection restates it."""
+    link = topo.link_by_id[DRAINED]
+    held = Maintenance(target=DRAINED, kind="link", ports=(str(link.a), str(link.b)),
+                       state="held", origin="runbook", by="faulty_link", run=DRAIN_RUN,
+                       since_ns=since_ns, held_since_ns=since_ns, phase="drained",
+                       reason="corrupting", at_ns=since_ns + NS)
+    store.insert_actions([record(held)])
+    down = Alert(name=LINK_DOWN, entity=DRAINED, severity=Severity.CRITICAL,
+                 ports=held.ports, starts_ns=since_ns + 2 * NS, updated_ns=since_ns + 2 * NS,
+                 source="correlator")
+    store.insert_alerts([restate(down, held)])
+    return held
 
 
 def _alerts(topo: Topology, fault_ns: int) -> tuple[Alert, list[Alert], Alert]:

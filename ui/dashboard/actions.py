@@ -8,6 +8,7 @@ import streamlit as st
 
 from pipeline.errors import QueryError, StoreError
 from ui.api.client import ApiClient
+from ui.dashboard.session import Session
 from ui.dashboard.style import md
 from ui.query.timefmt import age, clock_time
 from ui.query.views import ActionList, ActionView
@@ -23,9 +24,13 @@ def table(actions: list[ActionView], now_ns: int) -> pd.DataFrame:
                                   "detail", "steps"])
 
 
-def audit(client: ApiClient, found: ActionList, user: str) -> None:
+def audit(client: ApiClient, found: ActionList, session: Session) -> None:
     now = found.clock.now_ns
-    pending = [a for a in found.actions if a.outcome == "pending"]
+    pending = [a for a in found.actions if a.outcome == "pending" and a.action != "maintenance"]
+    if pending and not session.may("approve"):
+        st.caption(f"{len(pending)} awaiting approval: sign in with an operator's token "
+                   f"(sidebar) to approve or reject them.")
+        pending = []
     for a in pending[:10]:
         cols = st.columns([6, 1, 1])
         cols[0].markdown(f":orange[●] **{md(a.action)}** of **{md(a.target)}** awaits approval "
@@ -33,7 +38,7 @@ def audit(client: ApiClient, found: ActionList, user: str) -> None:
         for col, kind in zip(cols[1:], ("approve", "reject"), strict=True):
             if col.button(kind.title(), key=f"{kind}-{a.id}"):
                 try:
-                    client.command({"kind": kind, "target": a.target, "by": user or "dashboard",
+                    client.command({"kind": kind, "target": a.target,
                                     "comment": f"from the dashboard ({a.id})"})
                     st.success(f"{kind} sent for {a.target}")
                 except (QueryError, StoreError) as exc:

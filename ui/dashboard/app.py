@@ -3,11 +3,15 @@
 
 It reads only the rocewatch API over HTTP (never the store: chDB belongs to the API's process),
 and no configuration file: its command line says where the API is and how often the live part
-re-runs, and the command token comes from the environment (:mod:`ui.dashboard.launch`).
+re-runs; the API token comes from the environment (:mod:`ui.dashboard.launch`) or from the person,
+once per session (:mod:`ui.dashboard.session`).
 
 Top to bottom: a banner saying what is wrong (or that nothing is, or that there is no data), the
-counts, the fabric picture beside the list of who is not ok and why, then the incidents with their
-evidence and symptoms, one port's charts, and the actions audit.
+counts, the fabric beside the list of who is not ok and why (a small two-tier fabric as every
+switch, link and host; a big one as zones and the aggregation tier worst first, a zone's switches
+on demand, the chosen incident's pause tree drawn over them), the ports that matter as a heat map
+(of the zone or switch chosen), then the incidents with their evidence and symptoms, one port's
+charts, and the actions audit.
 """
 
 from __future__ import annotations
@@ -18,28 +22,28 @@ import sys
 
 import streamlit as st
 
-from pipeline.errors import ConfigError, QueryError, StoreError
+from pipeline.errors import AccessDenied, ConfigError, QueryError, StoreError
 from ui.api.client import ApiClient
 from ui.dashboard import actions as dash_actions
 from ui.dashboard import fabric as dash_fabric
+from ui.dashboard import heatmap as dash_heatmap
+from ui.dashboard import hierarchy
 from ui.dashboard import incidents as dash_incidents
 from ui.dashboard import port as dash_port
+from ui.dashboard.fabric_svg import PICTURE_MAX_LEAVES
 from ui.dashboard.launch import DashboardOptions, parse
+from ui.dashboard.session import Session, client_for, sign_in
 from ui.dashboard.style import dot
 from ui.query.timefmt import clock_time, date_time
-from ui.query.views import FabricStatus, TopologyView
+from ui.query.views import FabricStatus, FabricView, IncidentList, TopologyView
 
 REFRESH_CHOICES = (0.0, 2.0, 5.0, 10.0, 30.0)
 
 
-@st.cache_resource
-def _client(options: DashboardOptions) -> ApiClient:
-    return ApiClient(options.api_url, timeout_s=15.0, token=options.token)
-
-
 @st.cache_data(ttl=30, show_spinner=False)
-def _topology(options: DashboardOptions) -> TopologyView:
-    return _client(options).topology()
+def _topology(api_url: str, token: str) -> TopologyView:
+    """The whole topology: only small fabrics' picture draws every link and host."""
+    return client_for(api_url, token).topology()
 
 
 def _investigate(port: str) -> None:
@@ -48,41 +52,42 @@ def _investigate(port: str) -> None:
     st.session_state["dd_port"] = name
 
 
-def _default_port(topo: TopologyView, status: FabricStatus) -> tuple[str, str] | None:
-    """The port of the worst entity: what an operator opens first."""
-    links = {link["id"]: link for link in topo.links}
-    hosts = {h["name"]: h for h in topo.hosts}
-    for e in status.entities:
-        port = ""
-        if e.kind == "link" and e.entity in links:
-            port = links[e.entity]["a"]
-        elif e.kind == "host" and e.entity in hosts:
-            port = hosts[e.entity]["port"]
-        elif e.kind == "port":
-            port = e.entity
-        if port:
+def _small(view: FabricView) -> bool:
+    """A two-tier fabric small enough to draw every link and host."""
+    leaves = sum(1 for s in view.switches if s.role == "leaf")
+    return view.tiers == 2 and leaves <= PICTURE_MAX_LEAVES
+
+
+def _default_port(client: ApiClient, view: FabricView,
+                  found: IncidentList) -> tuple[str, str] | None:
+    """The worst incident's first port (what an operator opens first), else the worst
+    switch's first port."""
+    for inc in found.incidents:
+        for port in inc.ports:
             device, _, name = port.partition(":")
-            return device, name
-    switches = topo.spines + topo.leaves or topo.devices
-    if switches:
-        ports = list(dash_port.port_choices(topo, switches[0]))
-        return (switches[0], ports[0] if ports else "Ethernet1")
-    return None
+            if name:
+                return device, name
+    worst = hierarchy.worst_switch(view) or (view.switches[0] if view.switches else None)
+    if worst is None:
+        return None
+    ports = client.fabric(switch=worst.name).ports
+    return (worst.name, ports[0].port.split(":", 1)[1]) if ports else None
 
 
-def _port_section(client: ApiClient, topo: TopologyView, status: FabricStatus) -> None:
+def _port_section(client: ApiClient, view: FabricView, found: IncidentList) -> None:
     if "dd_dev" not in st.session_state:
-        default = _default_port(topo, status)
+        default = _default_port(client, view, found)
         if default is None:
             st.info("No switches known yet: nothing to chart.")
             return
         st.session_state["dd_dev"], st.session_state["dd_port"] = default
-    switches = list(topo.spines + topo.leaves) or list(topo.devices)
+    switches = [s.name for s in view.switches]
     if st.session_state["dd_dev"] not in switches:
         switches.append(st.session_state["dd_dev"])
     cols = st.columns([2, 3, 3])
     device = cols[0].selectbox("Switch", switches, key="dd_dev")
-    choices = dash_port.port_choices(topo, device)
+    choices = dash_port.port_choices(client.fabric(switch=device).ports) \
+        if device in {s.name for s in view.switches} else {}
     if choices:
         if st.session_state.get("dd_port") not in choices:
             st.session_state["dd_port"] = next(iter(choices))
@@ -92,16 +97,41 @@ def _port_section(client: ApiClient, topo: TopologyView, status: FabricStatus) -
         port = cols[1].text_input("Port", key="dd_port")
     span = cols[2].segmented_control("Range", dash_port.RANGES, default="15m", key="dd_span")
     if port:
-        dash_port.drill_down(client, topo, device, port, span or "15m")
+        dash_port.drill_down(client, device, port, choices.get(port, port), span or "15m")
 
 
-def live(options: DashboardOptions, search: str, user: str) -> None:
+def _fabric_section(client: ApiClient, session: Session, options: DashboardOptions,
+                    status: FabricStatus, found: IncidentList,
+                    search: str) -> tuple[FabricView, str]:
+    """The fabric's picture beside who is not ok; returns the view and the heat map's scope."""
+    scope = ""
+    left, right = st.columns([5, 3])
+    with left:
+        tree = hierarchy.tree_choice(found)
+        view = client.fabric(incident=tree or None)
+        if _small(view):
+            dash_fabric.picture(_topology(options.api_url, session.token), status, search)
+        else:
+            group = hierarchy.group_choice(view)
+            hierarchy.draw(view, group)
+            scope = "" if group == hierarchy.ALL else group
+        hierarchy.tree_summary(view.tree)
+    with right:
+        st.markdown("**Not ok** (worst first)")
+        dash_fabric.who_is_not_ok(status, search)
+        dash_fabric.in_maintenance(status, search)
+    return view, scope
+
+
+def live(options: DashboardOptions, search: str, session: Session) -> None:
     """Everything that refreshes: one status read, then each section."""
-    client = _client(options)
+    client = client_for(options.api_url, session.token)
     url = options.api_url
     try:
         status = client.status(top=10)
-        topo = _topology(options)
+    except AccessDenied as exc:
+        st.warning(f"The API at {url} wants a token to read: sign in (sidebar). ({exc})")
+        return
     except StoreError as exc:
         st.error(f"Cannot reach the rocewatch API: {exc}")
         st.html(_nodata_html(f"No data: the API at {url} does not answer."))
@@ -110,22 +140,22 @@ def live(options: DashboardOptions, search: str, user: str) -> None:
                f"refreshed {clock_time(status.clock.wall_ns)} wall clock")
     dash_fabric.banner(status)
     dash_fabric.counts(status)
-    left, right = st.columns([5, 3])
-    with left:
-        dash_fabric.picture(topo, status, search)
-    with right:
-        st.markdown("**Not ok** (worst first)")
-        dash_fabric.who_is_not_ok(status, search)
-    tab_inc, tab_port, tab_act = st.tabs(["Incidents", "Port drill-down", "Actions"])
     try:
+        found = client.incidents(touching=search or None)
+        view, scope = _fabric_section(client, session, options, status, found, search)
+        st.markdown("#### Ports that matter")
+        switch = hierarchy.switch_choice(view, scope or hierarchy.ALL)
+        if switch:
+            hierarchy.switch_detail(client, switch)
+        dash_heatmap.section(client, switch or scope, search)
+        tab_inc, tab_port, tab_act = st.tabs(["Incidents", "Port drill-down", "Actions"])
         with tab_inc:
-            dash_incidents.incidents(client, client.incidents(touching=search or None),
-                                     _investigate, user)
+            dash_incidents.incidents(client, found, _investigate, session)
             dash_incidents.resolved_lately(client.incidents(start="now-1h"))
         with tab_port:
-            _port_section(client, topo, status)
+            _port_section(client, view, found)
         with tab_act:
-            dash_actions.audit(client, client.actions(), user)
+            dash_actions.audit(client, client.actions(), session)
     except QueryError as exc:
         st.warning(f"The API refused a request: {exc}")
     except StoreError as exc:
@@ -155,11 +185,11 @@ def main() -> None:
         every = st.selectbox("Auto-refresh", REFRESH_CHOICES,
                              index=REFRESH_CHOICES.index(default), key="refresh",
                              format_func=lambda s: f"every {s:g} s" if s else "off")
-        user = st.text_input("Your name (for commands)", key="user", value="")
+        session = sign_in(options)
         url = options.api_url
         st.markdown(f"[API docs]({url}/docs) · [health]({url}/healthz)")
     st.subheader("Fabric status")
-    st.fragment(run_every=every or None)(live)(options, search, user)
+    st.fragment(run_every=every or None)(live)(options, search, session)
 
 
 main()

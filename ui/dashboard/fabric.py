@@ -1,5 +1,6 @@
 """The dashboard's fabric view: the banner saying how the fabric is, the level counts, the
-spine-leaf picture, and the list of who is not ok and why (searchable, capped)."""
+spine-leaf picture, the list of who is not ok and why (searchable, capped), and what is in
+maintenance (drained or isolated: by which run or person, since when)."""
 
 from __future__ import annotations
 
@@ -51,12 +52,15 @@ def _banner_html(level: str, text: str) -> str:
 
 def counts(status: FabricStatus) -> None:
     cols = st.columns(5)
+    held = {kind: sum(1 for d in status.drained if d.kind == kind) for kind in ("link", "host")}
     for col, kind, title in zip(cols, ("link", "host", "switch"), ("Links", "Hosts", "Switches"),
                                 strict=False):
         per = status.counts.get(kind, {})
         bad = {k: v for k, v in per.items() if k != "ok" and v}
         total = sum(per.values())
         text = ", ".join(f"{v:,} {LABELS[k]}" for k, v in bad.items()) or "all ok"
+        if held.get(kind):
+            text += f"; {held[kind]:,} {'drained' if kind == 'link' else 'isolated'}"
         col.metric(f"{title} not ok", f"{sum(bad.values()):,}", f"of {total:,}: {text}",
                    delta_color="inverse" if bad else "off", delta_arrow="off")
     incidents = sum(1 for e in status.entities if e.root_cause and e.level != "nodata")
@@ -73,7 +77,7 @@ def picture(topo: TopologyView, status: FabricStatus, search: str) -> None:
                 "and the entities that are not ok.")
         return
     by_entity = {e.entity: e for e in status.entities}
-    drawing = draw(topo, by_entity)
+    drawing = draw(topo, by_entity, {d.target: d.summary for d in status.drained})
     # as a <div> block, markdown passes it through raw (st.html would strip the SVG)
     st.markdown(f'<div class="rw-fabric-wrap">{drawing.svg}</div>', unsafe_allow_html=True)
     st.caption(f"{len(topo.spines)} spines, {len(topo.leaves)} leaves, {len(topo.links)} links, "
@@ -110,11 +114,41 @@ def _rows(entities: list[EntityStatus], now_ns: int) -> str:
     for e in entities:
         what = "incident" if e.root_cause else ("no data" if e.level == "nodata" else "symptom")
         since = f" · {age(e.since_ns, now_ns)}" if e.since_ns else ""
+        held = (f' <span class="rw-drained" title="{html.escape(e.drained)}" '
+                f'style="{_DRAINED_STYLE}">drained</span>') if e.drained else ""
         rows.append(
             f'<div class="rw-row" style="margin:3px 0">{badge(e.entity, e.level, e.summary)} '
-            f'<b>{html.escape(e.alert)}</b> <span style="color:#666">({e.kind}, {what}'
+            f'<b>{html.escape(e.alert)}</b>{held} <span style="color:#666">({e.kind}, {what}'
             f'{since})</span>{_summary(e)}</div>')
     return "".join(rows)
+
+
+_DRAINED_STYLE = ("border:1.5px dashed #6b8fb3;color:#35618f;padding:0 5px;border-radius:4px;"
+                  "font-size:0.8rem;font-weight:600")
+
+
+def in_maintenance(status: FabricStatus, search: str) -> None:
+    """Links drained and hosts isolated on purpose: by which run or person, since when."""
+    needle = search.lower()
+    held = [d for d in status.drained if not needle or needle in d.target.lower()]
+    if not held:
+        return
+    now = status.clock.now_ns
+    rows = []
+    for d in held:
+        who = f"run {d.run}" if d.run else d.origin
+        by = f" ({d.by})" if d.by and d.by != d.run else ""
+        what = {"held": "drained" if d.kind == "link" else "isolated",
+                "soaking": "soaking after repair"}[d.state]
+        rows.append(
+            f'<div class="rw-maintenance" data-entity="{html.escape(d.target)}" '
+            f'data-state="{d.state}" style="margin:3px 0"><span style="{_DRAINED_STYLE};'
+            f'font-family:monospace">{html.escape(d.target)}</span> <b>{what}</b> by '
+            f'{html.escape(who + by)} since {clock_time(d.since_ns)} '
+            f'<span style="color:#666">({age(d.since_ns, now)}, {html.escape(d.phase)})</span>'
+            f'</div>')
+    st.markdown(f"**In maintenance** ({len(held)})")
+    st.html("".join(rows))
 
 
 def _summary(e: EntityStatus) -> str:

@@ -8,7 +8,9 @@ Two drawings, chosen by size:
   its uplinks and its hosts, so a 500-leaf fabric is a few hundred tiles, not ten thousand lines.
   Tiles that are not ok carry their name and what is wrong in their tooltip.
 
-Every element carries ``data-entity`` and ``data-level`` and a ``<title>`` tooltip saying why.
+Every element carries ``data-entity`` and ``data-level`` and a ``<title>`` tooltip saying why. A
+link drained or a host isolated on purpose (maintenance) is dashed, in the maintenance colour
+unless something worse than information is on it, and says by whom and since when.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ui.query.views import LEVELS, EntityStatus, TopologyView
 
 PICTURE_MAX_LEAVES = 24
 _OK_LINK = "#b9d7b0"
+_DRAINED = "#6b8fb3"
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,11 @@ class Drawing:
     elements: int
 
 
-def _title(entity: str, status: EntityStatus | None) -> str:
+def _title(entity: str, status: EntityStatus | None, drained: str = "") -> str:
+    held = f" — {drained}" if drained else ""
     if status is None:
-        return f"{entity}: ok"
-    return f"{entity}: {status.level}: {status.alert} — {status.summary}"
+        return f"{entity}: ok{held}"
+    return f"{entity}: {status.level}: {status.alert} — {status.summary}{held}"
 
 
 def _level(entity: str, statuses: Mapping[str, EntityStatus]) -> str:
@@ -48,13 +52,16 @@ def _text(x: float, y: float, text: str, size: float = 12, anchor: str = "middle
             f'{svg_text(text)}</text>')
 
 
-def draw(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawing:
+def draw(topo: TopologyView, statuses: Mapping[str, EntityStatus],
+         drained: Mapping[str, str] | None = None) -> Drawing:
+    """``drained``: the targets in maintenance → what their maintenance says."""
     if len(topo.leaves) <= PICTURE_MAX_LEAVES:
-        return _picture(topo, statuses)
+        return _picture(topo, statuses, drained or {})
     return _tiles(topo, statuses)
 
 
-def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawing:
+def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus],
+             drained: Mapping[str, str]) -> Drawing:
     leaves, spines = topo.leaves, topo.spines
     hosts_by_leaf: dict[str, list[str]] = {leaf: [] for leaf in leaves}
     for host in topo.hosts:
@@ -82,12 +89,16 @@ def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawin
             continue
         level = _level(link["id"], statuses)
         x1, y1, x2, y2 = x_spine[spine], y_spine + 16, x_leaf[leaf], y_leaf - 16
-        colour = _OK_LINK if level == "ok" else COLOURS[level]
+        held = drained.get(link["id"], "")
+        colour = _DRAINED if held and level in ("ok", "info") else (
+            _OK_LINK if level == "ok" else COLOURS[level])
+        dash = ' stroke-dasharray="7 5" data-drained="true"' if held else ""
         parts.append(
             f'<line data-entity="{svg_text(link["id"])}" data-level="{level}" '
             f'x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{colour}" '
-            f'stroke-width="{2 if level == "ok" else 6}" stroke-linecap="round">'
-            f'<title>{svg_text(_title(link["id"], statuses.get(link["id"])))}</title></line>')
+            f'stroke-width="{2 if level == "ok" and not held else 5}" stroke-linecap="round"'
+            f'{dash}><title>{svg_text(_title(link["id"], statuses.get(link["id"]), held))}'
+            f'</title></line>')
         if level == "critical":  # only the red ones are named: the list names the rest
             mx, my = x1 + (x2 - x1) * 0.55, y1 + (y2 - y1) * 0.55
             w = 0.62 * 14 * len(link["id"]) + 10
@@ -116,16 +127,20 @@ def _picture(topo: TopologyView, statuses: Mapping[str, EntityStatus]) -> Drawin
         x0 = x_leaf[leaf] - spacing * (len(names) - 1) / 2
         for i, host_name in enumerate(names):
             level = _level(host_name, statuses)
+            held = drained.get(host_name, "")
+            box = ' stroke-dasharray="3 2" stroke-width="2"' if held else ""
             hx = x0 + spacing * i
-            wire = _OK_LINK if level == "ok" else COLOURS[level]
+            wire = _DRAINED if held and level in ("ok", "info") else (
+                _OK_LINK if level == "ok" else COLOURS[level])
             parts.append(f'<line x1="{x_leaf[leaf]:.1f}" y1="{y_leaf + 16:.1f}" x2="{hx:.1f}" '
                          f'y2="{y_host - size / 2:.1f}" stroke="{wire}" '
                          f'stroke-width="{1.5 if level == "ok" else 5}"/>')
             parts.append(
                 f'<g data-entity="{svg_text(host_name)}" data-level="{level}">'
-                f'<title>{svg_text(_title(host_name, statuses.get(host_name)))}</title>'
+                f'<title>{svg_text(_title(host_name, statuses.get(host_name), held))}</title>'
                 f'<rect x="{hx - size / 2:.1f}" y="{y_host - size / 2:.1f}" width="{size:.1f}" '
-                f'height="{size:.1f}" rx="2" fill="{COLOURS[level]}" stroke="#4d4d4d"/></g>')
+                f'height="{size:.1f}" rx="2" fill="{COLOURS[level]}" '
+                f'stroke="{_DRAINED if held else "#4d4d4d"}"{box}/></g>')
             red = level == "critical"
             if red or named:
                 labels.append(_text(hx, y_host + size / 2 + (14 if i % 2 == 0 else 28),

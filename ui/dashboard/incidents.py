@@ -1,6 +1,8 @@
 """The dashboard's incidents: each root cause with its evidence, its ports (one click charts
 them) and the symptoms it explains; the symptoms nothing explains; what resolved lately; and the
-commands people give (approve or reject a drain, record a repair, silence)."""
+commands people give (approve or reject a drain, drain a link for maintenance, record a repair,
+silence), offered as the session's token may give them (the API records its identity as the
+actor)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import streamlit as st
 
 from pipeline.errors import QueryError, StoreError
 from ui.api.client import ApiClient
+from ui.dashboard.session import Session
 from ui.dashboard.style import ICONS, level_of, md
 from ui.query.timefmt import age, clock_time
 from ui.query.views import AlertView, Incident, IncidentList
@@ -20,6 +23,7 @@ Investigate = Callable[[str], None]
 COMMANDS = {
     "approve": "Approve the pending drain",
     "reject": "Reject the pending drain",
+    "drain": "Drain the link for maintenance",
     "repair": "Record a repair (enable and soak)",
     "silence": "Silence its notifications for 2 h",
 }
@@ -34,7 +38,7 @@ def _symptom_table(alerts: list[AlertView], now_ns: int) -> pd.DataFrame:
 
 
 def incidents(client: ApiClient, found: IncidentList, investigate: Investigate,
-              user: str) -> None:
+              session: Session) -> None:
     now = found.clock.now_ns
     if not found.incidents:
         st.success("No incidents firing.")
@@ -44,14 +48,14 @@ def incidents(client: ApiClient, found: IncidentList, investigate: Investigate,
                  f"{clock_time(inc.starts_ns)} ({age(inc.starts_ns, now)}), confidence "
                  f"{inc.confidence:.2f}")
         with st.expander(title, expanded=i < 3):
-            _incident(client, inc, now, investigate, user)
+            _incident(client, inc, now, investigate, session)
     if found.unexplained:
         st.markdown(f"**Symptoms no incident explains** ({len(found.unexplained)})")
         st.dataframe(_symptom_table(found.unexplained, now), hide_index=True)
 
 
 def _incident(client: ApiClient, inc: Incident, now_ns: int, investigate: Investigate,
-              user: str) -> None:
+              session: Session) -> None:
     st.markdown(md(inc.summary))
     left, right = st.columns([3, 2])
     with left:
@@ -69,19 +73,25 @@ def _incident(client: ApiClient, inc: Incident, now_ns: int, investigate: Invest
             for port in inc.ports:
                 st.button(port, key=f"inv-{inc.fingerprint}-{port}", icon=":material/show_chart:",
                           on_click=investigate, args=(port,))
-        _command_form(client, inc, user)
+        _command_form(client, inc, session)
 
 
-def _command_form(client: ApiClient, inc: Incident, user: str) -> None:
+def _command_form(client: ApiClient, inc: Incident, session: Session) -> None:
+    kinds = [k for k in COMMANDS if session.may(k) and (k != "drain" or "~" in inc.entity)]
+    if not kinds:
+        st.caption("Sign in with an operator's token (sidebar) to act on this incident."
+                   if session.identity is None or session.identity.role == "viewer"
+                   else "Your token's role gives no command here.")
+        return
     with st.form(key=f"cmd-{inc.fingerprint}", border=True):
-        kind = st.selectbox("Command", list(COMMANDS), format_func=COMMANDS.__getitem__,
+        kind = st.selectbox("Command", kinds, format_func=COMMANDS.__getitem__,
                             key=f"cmd-kind-{inc.fingerprint}")
         comment = st.text_input("Comment", key=f"cmd-comment-{inc.fingerprint}",
                                 placeholder="what you checked or did")
         if not st.form_submit_button("Send"):
             return
-    body: dict[str, object] = {"kind": kind, "by": user or "dashboard", "comment": comment}
-    if kind in ("approve", "reject"):
+    body: dict[str, object] = {"kind": kind, "comment": comment}
+    if kind in ("approve", "reject", "drain"):
         body["target"] = inc.entity
     elif kind == "repair":
         body.update(target=inc.entity, action=comment or "repaired")
@@ -93,7 +103,8 @@ def _command_form(client: ApiClient, inc: Incident, user: str) -> None:
     except (QueryError, StoreError) as exc:
         st.error(f"Not sent: {exc}")
         return
-    st.success(f"Sent {kind} (id {answer.get('id', '?')}); its outcome appears in Actions.")
+    st.success(f"Sent {kind} as {answer.get('by', '?')} (id {answer.get('id', '?')}); its "
+               f"outcome appears in Actions.")
 
 
 def resolved_lately(found: IncidentList) -> None:

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.api.client import ApiClient
-from ui.query.views import SeriesResult, SeriesSet, TopologyView
+from ui.query.views import PortHealth, SeriesResult, SeriesSet
 
 RANGES = ("5m", "15m", "1h", "6h", "24h", "7d")
 #: about 100-180 points per chart (a chart is ~450 px wide), within the API's point budget;
@@ -44,20 +44,14 @@ _SHORT = {"pfc_rx_frames": "rx", "pfc_tx_frames": "tx", "pfc_rx_pause_us": "rx p
           "if_in_discards": "input discards"}
 
 
-def port_choices(topo: TopologyView, device: str) -> dict[str, str]:
-    """The device's connected ports → a label naming what they reach."""
+def port_choices(ports: list[PortHealth]) -> dict[str, str]:
+    """A switch's connected ports (in port order, as ``/v1/fabric?switch=`` lists them) → a
+    label naming what they reach."""
     found: dict[str, str] = {}
-    for link in topo.links:
-        for end, other in ((link["a"], link["b"]), (link["b"], link["a"])):
-            dev, _, port = end.partition(":")
-            if dev == device:
-                found[port] = f"{port} → {other.split(':')[0]} ({link['id']})"
-    for host in topo.hosts:
-        dev, _, port = host["port"].partition(":")
-        if dev == device:
-            found[port] = f"{port} → {host['name']}"
-    digits = {p: int("".join(ch for ch in p if ch.isdigit()) or 0) for p in found}
-    return dict(sorted(found.items(), key=lambda kv: (digits[kv[0]], kv[0])))
+    for p in ports:
+        name = p.port.split(":", 1)[1]
+        found[name] = f"{name} → {p.peer}" + (f" ({p.entity})" if p.entity != p.peer else "")
+    return found
 
 
 def frame(results: list[SeriesResult], panel: Panel) -> pd.DataFrame:
@@ -87,14 +81,13 @@ def chart(data: pd.DataFrame, panel: Panel) -> alt.Chart:
     return made
 
 
-def drill_down(client: ApiClient, topo: TopologyView, device: str, port: str,
+def drill_down(client: ApiClient, device: str, port: str, label: str,
                span: str) -> SeriesSet | None:
     # one request: counters come back as rates, the queue-depth gauges as their max per step
     answer = client.series(device, port, [m for p in PANELS for m in p.metrics],
                            start=f"now-{span}", step=STEPS.get(span), agg="max")
     results = answer.results
     points = sum(1 for r in results for s in r.series for _, v in s.points if v is not None)
-    label = port_choices(topo, device).get(port, port)
     st.caption(f"{device}:{label} — last {span} of fabric time, step "
                f"{results[0].step_ns / 1e9:g}s, from {results[0].source}")
     if points == 0:

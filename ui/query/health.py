@@ -42,6 +42,8 @@ class Rolled:
     #: per switch, the positions (in the statuses given) of the entities on it
     members: list[list[int]]
     statuses: Sequence[EntityStatus]
+    #: per switch, the targets in maintenance on it
+    held: list[list[str]]
 
 
 def roll_up(index: FabricIndex, statuses: Sequence[EntityStatus],
@@ -59,11 +61,12 @@ def roll_up(index: FabricIndex, statuses: Sequence[EntityStatus],
             members[s].append(pos)
             if worst[s] is None:  # the first is the worst: statuses come worst first
                 level[s], worst[s] = rank, status
-    held = np.zeros(n, np.int32)
+    held: list[list[str]] = [[] for _ in range(n)]
     for d in drained:
         for s in index.switches_of(d.target):
-            held[s] += 1
-    return Rolled(level, worst, problems, held, members, statuses)
+            held[s].append(d.target)
+    return Rolled(level, worst, problems, np.array([len(h) for h in held], np.int32), members,
+                  statuses, held)
 
 
 def group_health(index: FabricIndex, group: Group, rolled: Rolled) -> GroupHealth:
@@ -79,7 +82,7 @@ def group_health(index: FabricIndex, group: Group, rolled: Rolled) -> GroupHealt
         roles[index.roles[s]] = roles.get(index.roles[s], 0) + 1
     counts = np.bincount(levels.astype(np.int64), minlength=len(LEVELS)) if len(idx) else \
         np.zeros(len(LEVELS), np.int64)
-    drained = int(rolled.drained[idx].sum()) if len(idx) else 0
+    drained = len({t for s in group.switches for t in rolled.held[s]})
     return GroupHealth(
         id=group.id, kind=group.kind,
         level=LEVELS[int(levels.min())], switches=len(group.switches), roles=roles,

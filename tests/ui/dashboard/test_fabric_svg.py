@@ -46,3 +46,15 @@ def test_big_fabrics_are_tiles() -> None:
     assert found["leaf49"] == "critical"  # host778 hangs off leaf49
     assert found["leaf200"] == "warning"
     assert len(drawing.svg) < 200_000
+
+
+def test_a_drained_link_is_dashed_and_says_by_whom() -> None:
+    held = "leaf2~spine1 drained: maintenance by run run-7 (faulty_link) since 21:40:00"
+    drawing = draw(view(2, 4, 2), {"leaf3~spine2": status("leaf3~spine2", "link")},
+                   {"leaf2~spine1": held})
+    [line] = re.findall(r'<line data-entity="leaf2&#126;spine1"[^>]*>', drawing.svg)
+    assert 'stroke-dasharray="7 5"' in line and 'data-drained="true"' in line
+    assert 'stroke="#6b8fb3"' in line  # the maintenance colour: nothing worse is on it
+    assert "run run-7" in drawing.svg
+    [red] = re.findall(r'<line data-entity="leaf3&#126;spine2"[^>]*>', drawing.svg)
+    assert "stroke-dasharray" not in red

@@ -14,7 +14,15 @@ from pipeline.rates.sql import per_second_sql
 from pipeline.store.base import literal
 from pipeline.topology.model import spine_leaf
 from pipeline.topology.shape import FabricShape
-from tests.ui.three_tier import CLIMB, CORRUPT, ROOT_HOST, STORM_PFC, write_storm_fabric
+from tests.ui.three_tier import (
+    CLIMB,
+    CORRUPT,
+    DRAIN_RUN,
+    DRAINED,
+    ROOT_HOST,
+    STORM_PFC,
+    write_storm_fabric,
+)
 from ui.query.fabric_index import build_index
 from ui.query.fabric_state import FabricState
 from ui.query.layer import Query, StatusOptions
@@ -62,13 +70,15 @@ def test_health_rolls_up_worst_first(store: Any) -> None:
     z1 = next(g for g in view.groups if g.id == "z1")
     assert z1.worst[0].entity == ROOT_HOST and z1.worst[0].root_cause
     assert (z1.switches, z1.roles, z1.hosts) == (5, {"spine": 2, "leaf": 3}, 6)
-    assert z1.levels == {"critical": 1, "warning": 1, "ok": 3}
+    assert z1.levels == {"critical": 1, "warning": 1, "info": 2, "ok": 1}
+    assert z1.drained == 1  # the drained link, once though both its ends are in z1
     by_name = {s.name: s for s in view.switches}
     assert len(by_name) == 12
     assert by_name["z1-leaf1"].level == "critical"
     # the storm's victims are warnings (the incident explains them), not red
     assert {by_name[sw].level for _, sw in CLIMB[1:]} == {"warning"}
-    assert by_name["z1-spine2"].level == "ok" and by_name["z1-spine2"].worst is None
+    assert by_name["z1-leaf2"].level == "ok" and by_name["z1-leaf2"].worst is None
+    assert by_name["z1-spine2"].drained == by_name["z1-leaf3"].drained == 1
     # a corrupting link colours both its ends
     assert by_name["z2-leaf3"].level == by_name["z2-spine2"].level == "critical"
 
@@ -145,7 +155,7 @@ def test_the_status_on_three_tiers(store: Any) -> None:
     status = q.status(top=3)
     assert status.counts["switch"] == {"ok": 12}
     assert status.counts["host"] == {"critical": 1, "ok": 11}
-    assert status.counts["link"] == {"critical": 1, "warning": 4, "ok": 15}
+    assert status.counts["link"] == {"critical": 1, "warning": 4, "info": 1, "ok": 14}
     roots = [e.entity for e in status.entities if e.root_cause]
     assert set(roots) == {ROOT_HOST, CORRUPT}
     assert status.telemetry.state == "live" and status.telemetry.devices_seen == 12
@@ -180,3 +190,20 @@ def test_per_second_in_sql_is_the_rules_division(store: Any) -> None:
     order = sorted(range(len(inc)), key=lambda i: (inc[i], span[i]))
     want = per_second(np.array(inc)[order], np.array(span)[order])
     np.testing.assert_array_equal(got, want)  # bit for bit, NaN for an empty span
+
+
+def test_a_drained_link_is_shown_drained_by_its_run_since_when(store: Any) -> None:
+    q, fabric = query(store)
+    status = q.status()
+    [held] = status.drained
+    assert (held.target, held.kind, held.state, held.origin, held.run) == (
+        DRAINED, "link", "held", "runbook", DRAIN_RUN)
+    assert held.since_ns == fabric.drained.since_ns
+    assert f"maintenance by run {DRAIN_RUN}" in held.summary
+    # its link_down, restated by detection, is information on a drained link, not an incident
+    [down] = [e for e in status.entities if e.entity == DRAINED]
+    assert (down.level, down.root_cause, down.drained) == ("info", False, held.summary)
+    ports = {p.port: p for p in q.fabric(switch="z1-leaf3").ports}
+    link = fabric.topology.link_by_id[DRAINED]
+    assert ports[str(link.a)].drained == held.summary
+    assert [p for p in ports.values() if p.drained] == [ports[str(link.a)]]
