@@ -3,54 +3,27 @@ config the compose file hands a container must pass ``check-config`` for that ro
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from collectors.inventory import load_inventory
 from rocewatch.app import ROLES
-from rocewatch.settings import check, load_settings
-
-DOCKER = Path(__file__).resolve().parents[2] / "docker"
-REPO = DOCKER.parent
+from rocewatch.settings import check
+from tests.docker.compose_files import (
+    DOCKER,
+    REPO,
+    container_settings,
+    load_compose,
+    role_services,
+)
 
 
 @pytest.fixture(scope="module")
 def compose() -> dict[str, Any]:
-    data = yaml.safe_load((DOCKER / "compose.yaml").read_text())
-    assert isinstance(data, dict)
-    return data
-
-
-def role_services(compose: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """service name → (role, service) for every rocewatch container."""
-    out = {}
-    for name, svc in compose["services"].items():
-        command = svc.get("command") or []
-        if command[:1] == ["run"]:
-            assert command[1] == "--role", f"{name}: {command}"
-            out[name] = (command[2], svc)
-    return out
-
-
-def container_env(svc: dict[str, Any]) -> dict[str, str]:
-    """The service's environment with compose's ${VAR:-default} filled from the defaults."""
-    env = {}
-    for key, value in (svc.get("environment") or {}).items():
-        env[key] = re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*:-([^}]*)\}", r"\1", str(value))
-    return env
-
-
-def host_path(container_path: str, svc: dict[str, Any]) -> Path:
-    for volume in svc.get("volumes", []):
-        source, target = volume.split(":")[:2]
-        if container_path.startswith(target + "/"):
-            return Path(DOCKER, str(source), container_path[len(target) + 1:]).resolve()
-    raise AssertionError(f"{container_path} is not on a volume of the service")
+    return load_compose("compose.yaml")
 
 
 def test_the_engines_are_there_with_health_checks(compose: dict[str, Any]) -> None:
@@ -79,18 +52,17 @@ def test_published_ports_bind_loopback_only(compose: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("service", ["collect", "ingest", "detect", "remediate", "api"])
-def test_each_role_config_passes_check_config(compose: dict[str, Any], service: str) -> None:
+def test_each_role_config_passes_check_config(compose: dict[str, Any], service: str,
+                                              tmp_path: Path) -> None:
     role, svc = role_services(compose)[service]
-    env = container_env(svc)
-    config = host_path(env["ROCEWATCH_CONFIG"], svc)
-    settings = load_settings(config, env=env)
+    settings = container_settings(svc, tmp_path)
     check(settings, (role,))
     # separate processes need the shared engines, not the embedded ones
     assert settings.bus.kind == "kafka" and settings.store.kind == "clickhouse"
     for spec in settings.collectors:
         targets = spec.options.get("targets")
         if targets:
-            assert load_inventory(host_path(targets, svc)).targets
+            assert load_inventory(targets).targets
 
 
 def test_the_image_holds_every_package(compose: dict[str, Any]) -> None:
