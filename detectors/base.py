@@ -9,8 +9,10 @@ it knows is an event time from the samples.
 :class:`Persistence` is the shared state machine, vectorised over keys (a port, or a port and a
 priority): a key fires after ``fire_after`` consecutive bad evaluations, clears after
 ``clear_after`` consecutive good ones, and an evaluation that cannot be made (missing or stale
-data) changes nothing — "no data" is never read as "healthy". :class:`Symptoms` holds the active
-alerts of one detector by key.
+data) changes nothing — "no data" is never read as "healthy". An evaluation that was made and is
+neither bad nor good (a value inside a rule's hysteresis band) breaks both runs: two bad samples
+half a minute apart are not two consecutive ones, and evidence must not wait across an episode
+for the next one to complete it. :class:`Symptoms` holds the active alerts of one detector by key.
 """
 
 from __future__ import annotations
@@ -90,8 +92,11 @@ class Persistence:
 
     def step(self, keys: NDArray[np.int64], bad: NDArray[np.bool_], good: NDArray[np.bool_],
              ts_ns: NDArray[np.int64], fire_after: NDArray[np.int64] | None = None,
+             known: NDArray[np.bool_] | None = None,
              ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """One evaluation per key (bad, good, or neither = unknown). Returns (fired, cleared) keys.
+        """One evaluation per key: bad, good, or neither; ``known`` says which evaluations were
+        made (default: the bad and good ones; a made one that is neither breaks both runs).
+        Returns (fired, cleared) keys.
 
         ``fire_after`` may lower the evidence needed per key (a stronger single observation).
         """
@@ -100,10 +105,11 @@ class Persistence:
             return e, e
         self._grow(int(keys.max()) + 1)
         bad = bad & ~good
-        self.bad_run[keys] = np.where(bad, self.bad_run[keys] + 1, np.where(good, 0,
+        made = bad | good if known is None else np.asarray(known, bool) | bad | good
+        self.bad_run[keys] = np.where(bad, self.bad_run[keys] + 1, np.where(made, 0,
                                                                             self.bad_run[keys]))
         self.good_run[keys] = np.where(good, self.good_run[keys] + 1,
-                                       np.where(bad, 0, self.good_run[keys]))
+                                       np.where(made, 0, self.good_run[keys]))
         started = bad & (self.bad_run[keys] == 1)
         self.onset_ns[keys[started]] = ts_ns[started]
         need = self.fire_after if fire_after is None else fire_after

@@ -40,6 +40,9 @@ class Verdict:
     #: optional per-key evidence needed before firing (else the rule's ``fire_after``)
     fire_after: NDArray[np.int64] | None = None
     severity: Severity = Severity.WARNING
+    #: which evaluations could be made (default: the bad and the good ones); one that was made
+    #: and is neither breaks the runs (:class:`~detectors.base.Persistence`)
+    known: B | None = None
 
 
 class PortRule(Detector, Generic[Opts]):
@@ -110,7 +113,9 @@ class PortRule(Detector, Generic[Opts]):
         bad = np.asarray(v.bad, bool).reshape(-1, k).ravel()
         good = np.asarray(v.good, bool).reshape(-1, k).ravel()
         need = None if v.fire_after is None else np.asarray(v.fire_after).reshape(-1, k).ravel()
-        fired, cleared = self.persistence.step(keys, bad, good, ts, need)
+        known = None if v.known is None else np.broadcast_to(
+            np.asarray(v.known, bool).reshape(at.pids.size, -1), (at.pids.size, k)).ravel()
+        fired, cleared = self.persistence.step(keys, bad, good, ts, need, known)
         for key in cleared.tolist():
             self.symptoms.clear(key)
         firing = self.persistence.is_firing(keys)
@@ -140,6 +145,9 @@ class DeviceVerdict:
     good: bool
     evidence: dict[str, float] = field(default_factory=dict)
     ports: tuple[str, ...] = ()
+    #: whether the switch could be judged (default: when bad or good); judged and neither breaks
+    #: the runs
+    known: bool | None = None
 
 
 class DeviceRule(Detector, Generic[Opts]):
@@ -184,8 +192,9 @@ class DeviceRule(Detector, Generic[Opts]):
 
     def _advance(self, frame: Frame, did: int, ts: int, v: DeviceVerdict) -> None:
         key = np.array([did], np.int64)
+        known = None if v.known is None else np.array([v.known])
         fired, cleared = self.persistence.step(key, np.array([v.bad]), np.array([v.good]),
-                                               np.array([ts], np.int64))
+                                               np.array([ts], np.int64), known=known)
         if cleared.size:
             self.symptoms.clear(did)
         if not self.persistence.is_firing(key)[0]:

@@ -45,4 +45,6 @@ class EgressOversubscribed(PortRule[EgressOversubscribedOptions]):
         bad &= host_pause < self.opts.max_receiver_pause
         good |= host_pause >= 2 * self.opts.max_receiver_pause
         ev["receiver_pause"] = host_pause
-        return Verdict(bad[:, None], good[:, None], {k: v[:, None] for k, v in ev.items()})
+        known = ev.pop("known").astype(bool)
+        return Verdict(bad[:, None], good[:, None], {k: v[:, None] for k, v in ev.items()},
+                       known=known[:, None])

@@ -65,4 +65,4 @@ class HostSlowDrain(PortRule[HostSlowDrainOptions]):
         good = known & ((share < o.min_share / 2) | (util >= o.max_util))
         return Verdict(bad[:, None], good[:, None],
                        {"pause_share": share[:, None], "drain": util[:, None],
-                        "measured": timed.astype(float)[:, None]})
+                        "measured": timed.astype(float)[:, None]}, known=known[:, None])

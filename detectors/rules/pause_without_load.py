@@ -144,7 +144,7 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
         strength = me.pause / max(o.min_share * o.peer_factor, 1e-9)
         evidence["strength"] = min(1.0, max(strength, 1.0 if shallow else 0.0))
         evidence["pfc_before_ecn"] = 1.0 if shallow else 0.0
-        return DeviceVerdict(bad, good and not bad, evidence, me.pausing_ports)
+        return DeviceVerdict(bad, good and not bad, evidence, me.pausing_ports, known=True)
 
     def _unlike(self, me: _Summary, peers: list[_Summary],
                 evidence: dict[str, float]) -> tuple[bool, bool]:

@@ -47,4 +47,4 @@ class PfcPaused(PortRule[PfcPausedOptions]):
         good = known & (share < self.opts.min_share / 2)
         throttle = np.where(measured > 0, share, np.minimum(share, np.clip(1.0 - util, 0.0, 1.0)))
         return Verdict(bad, good, {"pause_share": share, "measured": measured, "drain": util,
-                                   "throttle": throttle})
+                                   "throttle": throttle}, known=known)

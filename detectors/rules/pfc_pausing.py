@@ -47,4 +47,4 @@ class PfcPausing(PortRule[PfcPausingOptions]):
         # s gets at most 1 - s of line rate through: the smaller bound holds
         throttle = np.where(measured > 0, share, np.minimum(share, np.clip(1.0 - inbound, 0, 1)))
         return Verdict(bad, good, {"pause_share": share, "measured": measured,
-                                   "inbound": inbound, "throttle": throttle})
+                                   "inbound": inbound, "throttle": throttle}, known=known)

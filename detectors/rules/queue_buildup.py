@@ -46,7 +46,7 @@ def congested(frame: Frame, at: At, opts: QueueBuildupOptions) -> tuple[np.ndarr
     bad = known & (util >= opts.min_util) & standing
     calm = np.where(has_ecn, ecn < opts.min_ecn / 4, util < opts.saturated - 0.1)
     good = known & ((util < opts.min_util - 0.1) | calm)
-    return bad, good, {"util": util, "ecn": ecn, "queue_bytes": queue}
+    return bad, good, {"util": util, "ecn": ecn, "queue_bytes": queue, "known": known}
 
 
 class QueueBuildup(PortRule[QueueBuildupOptions]):
@@ -57,4 +57,6 @@ class QueueBuildup(PortRule[QueueBuildupOptions]):
 
     def evaluate(self, frame: Frame, at: At) -> Verdict:
         bad, good, ev = congested(frame, at, self.opts)
-        return Verdict(bad[:, None], good[:, None], {k: v[:, None] for k, v in ev.items()})
+        known = ev.pop("known").astype(bool)
+        return Verdict(bad[:, None], good[:, None], {k: v[:, None] for k, v in ev.items()},
+                       known=known[:, None])

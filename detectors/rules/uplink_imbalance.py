@@ -106,4 +106,4 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
                               "host_pause": float(held),
                               "hot_share": top, "baseline_share": base,
                               "members": float(util.size)},
-                             (labels[hot],))
+                             (labels[hot],), known=True)

@@ -71,6 +71,10 @@ _COUNTER32 = {"if_in_discards", "if_in_errors", "if_out_discards", "if_out_error
 class SimFeed:
     scenario: Scenario
     profiles: dict[str, str] = field(default_factory=dict)
+    #: per switch, when in each interval it is sampled (a share of the interval, rounded to the
+    #: lab's statistics tick): on the real path every agent keeps the phase its session started
+    #: with, so switches are sampled at different moments; none given, all at the boundary
+    phases: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.sim = Simulation(self.scenario)
@@ -79,14 +83,15 @@ class SimFeed:
         for plan in plan_agents(self.scenario):
             self.profiles.setdefault(plan.switch, plan.profile)
 
-    def config(self, t: float) -> list[SampleBatch]:
-        """The buffer configuration every gNMI switch serves at ``t`` (device-level rows)."""
+    def config(self, t: float, only: tuple[str, ...] = ()) -> list[SampleBatch]:
+        """The buffer configuration every gNMI switch (or those ``only``) serves at ``t``
+        (device-level rows)."""
         w = self.sim.wiring
         dev = self.sim.counters.device
         ts = EPOCH_NS + round(t * 1e9)
         out = []
         lossless = self.sim.buffers.lossless
-        for sw in w.switches:
+        for sw in only or w.switches:
             if self.profiles[sw] == "snmp":
                 continue
             d = w.device_index(sw)
@@ -98,13 +103,16 @@ class SimFeed:
             out.append(b.build())
         return out
 
-    def batches(self, t: float) -> list[SampleBatch]:
-        """One batch per switch from the counters at simulated time ``t`` (built in columns)."""
+    def batches(self, t: float, only: tuple[str, ...] = ()) -> list[SampleBatch]:
+        """One batch per switch (or per switch of ``only``) from the counters at simulated time
+        ``t`` (built in columns)."""
         w = self.sim.wiring
         c = self.sim.counters
         ts = EPOCH_NS + round(t * 1e9)
         out = []
         for d, sw in enumerate(w.switches):
+            if only and sw not in only:
+                continue
             profile = self.profiles[sw]
             port_metrics, prio_metrics = PROFILES[profile]
             ports = w.switch_ports[d]
@@ -147,6 +155,9 @@ class SimFeed:
     def run(self, until_s: float | None = None) -> Iterator[tuple[float, list[SampleBatch]]]:
         """Yield (t, batches) every sample interval, stepping the simulation in between."""
         end = self.scenario.duration_s if until_s is None else until_s
+        if self.phases:
+            yield from self._phased(end)
+            return
         k = 0
         while True:
             t = k * self.scenario.sample_interval_s
@@ -154,6 +165,26 @@ class SimFeed:
                 return
             self.sim.run_until(t)
             yield t, self.batches(t) + (self.config(t) if k % CONFIG_EVERY == 0 else [])
+            k += 1
+
+    def _phased(self, end: float) -> Iterator[tuple[float, list[SampleBatch]]]:
+        """Each switch at its own phase of the interval, in time order."""
+        interval = self.scenario.sample_interval_s
+        tick = 0.1
+        offset = {sw: round(self.phases.get(sw, 0.0) * interval / tick) * tick % interval
+                  for sw in self.sim.wiring.switches}
+        k = 0
+        while k * interval <= end + 1e-9:
+            at: dict[float, list[str]] = {}
+            for sw, off in offset.items():
+                at.setdefault(round(k * interval + off, 9), []).append(sw)
+            for t in sorted(at):
+                if t > end + 1e-9:
+                    return
+                self.sim.run_until(t)
+                only = tuple(at[t])
+                yield t, self.batches(t, only) + (self.config(t, only)
+                                                  if k % CONFIG_EVERY == 0 else [])
             k += 1
 
 

@@ -49,3 +49,19 @@ def test_the_symptom_clears_once_the_pauses_stop(topo, feed):
     feed.set(PORT, pfc_rx_frames__3=0.0, pfc_rx_pause_us__3=0.0)
     run(chain, feed, 3)
     assert ("pfc_paused", PORT) not in active(chain)
+
+
+def test_two_bad_samples_half_a_minute_apart_are_not_two_consecutive_ones(topo, feed):
+    # one sample over the mark as an episode begins, half a minute inside the hysteresis band
+    # (paused between the clear and the fire mark), one more over it as the episode ends: the
+    # evidence did not hold in two consecutive samples, so nothing fires (it used to: the run
+    # waited across the band for its second sample; issue 10.3, a symptom raised at the end of
+    # an unrelated episode)
+    chain = chain_of(topo, "pfc_paused")
+    run(chain, feed, 2)
+    for share, samples in ((0.2, 1), (0.035, 30), (0.2, 1)):
+        feed.set(PORT, pfc_rx_frames__3=share * 3e5, pfc_rx_pause_us__3=share * 1e6)
+        run(chain, feed, samples)
+    assert ("pfc_paused", PORT) not in active(chain)
+    run(chain, feed, 1)  # a second one in a row is evidence
+    assert ("pfc_paused", PORT) in active(chain)
