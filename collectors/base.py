@@ -4,7 +4,8 @@ A collector is a plugin in the ``rocewatch.collectors`` entry-point group: a cla
 ``name``, an ``Options`` model (pydantic, unknown keys forbidden), a constructor
 ``(instance, options, *, emit)``, ``run(stop)`` that blocks until the stop event is set, and
 ``health()``. It hands per-device :class:`~pipeline.model.SampleBatch` es to ``emit`` (the runner
-publishes them, keyed by device) and must never raise out of ``run`` for anything a target does:
+publishes them, keyed by device), and the devices' LLDP neighbour reports to ``emit_neighbors``
+when the runner set it, and must never raise out of ``run`` for anything a target does:
 targets fail, collectors carry on and say so in their health samples.
 """
 
@@ -19,11 +20,15 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from collectors.inventory import load_inventory
+from pipeline.config import Duration
 from pipeline.config_files import ConfigDir, ConfigFile
 from pipeline.inventory import Inventory, Target, from_lab, parse_shard
 from pipeline.model import SampleBatch
+from pipeline.topology.neighbors import NeighborReport
 
 Emit = Callable[[SampleBatch], None]
+#: where LLDP neighbour reports go (the collect loop sets it on every collector it runs)
+EmitNeighbors = Callable[[NeighborReport], None]
 
 
 class CollectorOptions(BaseModel):
@@ -43,6 +48,8 @@ class CollectorOptions(BaseModel):
     stale_intervals: float = Field(3.0, gt=0)
     #: ``host:port`` of a Prometheus ``/metrics`` endpoint with per-target health ("" = none)
     metrics_listen: str = Field("", pattern=r"^(.+:\d{1,5})?$")
+    #: how often each target's LLDP neighbours are read, in the device's seconds (0 = never)
+    lldp_interval_s: Duration = Field(30.0, ge=0)
 
     @model_validator(mode="after")
     def _source(self) -> CollectorOptions:
@@ -79,6 +86,8 @@ class Collector(ABC):
         self.instance = instance
         self.options = options
         self.emit = emit
+        #: where the collector's LLDP reports go (None: not read; the collect loop sets it)
+        self.emit_neighbors: EmitNeighbors | None = None
         self.started = threading.Event()
 
     @abstractmethod

@@ -171,7 +171,8 @@ class TargetHealth:
                 lag = max(0, self.fabric.newest_ns - device_ns)
                 self._lag_ns = max(lag, self._lag_ns - self.interval_ns // 8)
             self.fabric.observe(device_ns, wall)
-            self._last_data_ns = max(self._last_data_ns, device_ns)
+            if samples:  # fresh means mapped data arrives, not merely that the device answers
+                self._last_data_ns = max(self._last_data_ns, device_ns)
         self._by_data(samples, device_ns, sampled)
 
     # -- intervals ----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Each entry of ``collectors:`` in the config is a :class:`~pipeline.config.PluginSpec` built through
 the ``rocewatch.collectors`` registry. Every instance runs in a thread of its own; what it emits
-goes to the samples topic keyed by device (so one device's samples stay in order). An instance
+goes to the samples topic keyed by device (so one device's samples stay in order), and its LLDP
+neighbour reports to the neighbors topic, keyed the same way. An instance
 that crashes is rebuilt and restarted by :class:`~pipeline.supervisor.Supervisor`, alone: the
 others keep collecting. Instances that name a ``metrics_listen`` address share one Prometheus
 endpoint per address.
@@ -23,6 +24,8 @@ from pipeline.registry import Registry
 from pipeline.retry import RetryPolicy
 from pipeline.stage import CoreSettings, StageContext
 from pipeline.supervisor import RESTART, Supervisor
+from pipeline.topology.neighbors import NeighborReport
+from pipeline.wire.neighbors import encode_reports, report_key
 from pipeline.wire.publish import publish_batches
 
 log = logging.getLogger("rocewatch.collectors")
@@ -43,6 +46,7 @@ class Publisher:
         self.topics = topics
         self.batches = 0
         self.samples = 0
+        self.neighbor_reports = 0
         self._lock = threading.Lock()
 
     def __call__(self, batch: SampleBatch) -> None:
@@ -52,6 +56,13 @@ class Publisher:
             publish_batches(self.producer, self.topics, [batch])
             self.batches += 1
             self.samples += len(batch)
+
+    def neighbors(self, report: NeighborReport) -> None:
+        """A device's LLDP report to the neighbors topic, keyed by the device."""
+        with self._lock:
+            self.producer.send(self.topics.neighbors, encode_reports([report]),
+                               key=report_key(report))
+            self.neighbor_reports += 1
 
 
 class Supervised:
@@ -67,6 +78,7 @@ class Supervised:
         self.emit = emit
         self.policy = policy
         self.collector: Collector = registry.build(spec, where, emit=emit)
+        self.collector.emit_neighbors = emit.neighbors
         self._built_for_run = True
         self.supervisor: Supervisor | None = None
 
@@ -79,6 +91,7 @@ class Supervised:
     def _run(self, stop: threading.Event) -> None:
         if not self._built_for_run:
             self.collector = self.registry.build(self.spec, self.where, emit=self.emit)
+            self.collector.emit_neighbors = self.emit.neighbors
         self._built_for_run = False
         self.collector.run(stop)
 
@@ -119,7 +132,8 @@ def run(ctx: StageContext[WithCollectors], stop: threading.Event) -> None:
             ctx.health[f"collector.{sup.spec.instance}"] = sup.health
             sup.start(halt)
         ctx.health["collect"] = lambda: {"batches": publisher.batches,
-                                         "samples": publisher.samples}
+                                         "samples": publisher.samples,
+                                         "neighbor_reports": publisher.neighbor_reports}
         watch(ctx.metrics, [s.health for s in running], ctx.health["collect"])
         stop.wait()
     finally:

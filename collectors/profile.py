@@ -75,6 +75,16 @@ class GnmiGroup(Strict):
     leaves: dict[str, LeafSpec]
 
 
+class LldpSource(Strict):
+    """How a gNMI target's LLDP neighbours are read (:mod:`collectors.gnmi.lldp`)."""
+
+    #: ``openconfig``: /lldp (OpenConfig, Arista EOS); ``sonic``: APPL_DB's LLDP tables;
+    #: ``none``: not read
+    dialect: Literal["openconfig", "sonic", "none"] = "openconfig"
+    #: ``get``: a Get per LLDP interval; ``once``: a ONCE subscription (targets without Get)
+    rpc: Literal["get", "once"] = "get"
+
+
 class GnmiProfile(Strict):
     name: str
     protocol: Literal["gnmi"]
@@ -83,6 +93,7 @@ class GnmiProfile(Strict):
     encoding: Literal["json_ietf", "json", "proto"] = "json_ietf"
     enums: dict[str, dict[str, int]] = Field(default_factory=dict)
     groups: tuple[GnmiGroup, ...]
+    lldp: LldpSource = LldpSource()
     #: path templates that are known and deliberately not mapped (not counted as unknown)
     ignore: tuple[str, ...] = ()
 

@@ -8,6 +8,8 @@ alerts topic (:mod:`pipeline.wire.alerts`), and only then, its dead letters flus
 topology comes from the stage context; event time comes from the samples. Maintenance (what
 remediation holds drained or isolated, :mod:`pipeline.maintenance`) comes from the actions topic
 (group ``<group>-maintenance``): an input like the topology, read before each step's samples.
+The devices' LLDP reports come from the neighbors topic (group ``<group>-topology``) into the
+topology watch (:mod:`detectors.topology`), whose incidents are published like the chain's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Protocol
 from detectors.chain import DetectionChain
 from detectors.metrics import watch
 from detectors.settings import DetectionSettings
+from detectors.topology import TopologyWatch
 from pipeline.bus.base import Consumer, Message, Producer, Topics
 from pipeline.errors import DecodeError
 from pipeline.model import Alert, SampleBatch
@@ -28,6 +31,7 @@ from pipeline.stage import CoreSettings, StageContext
 from pipeline.wire.actions import decode_actions
 from pipeline.wire.alerts import encode_alerts
 from pipeline.wire.deadletter import DeadLetter, DeadLetters
+from pipeline.wire.neighbors import decode_reports
 from pipeline.wire.samples import decode_samples
 
 log = logging.getLogger("rocewatch.detect")
@@ -54,8 +58,11 @@ class Engine:
 
     def __init__(self, consumer: Consumer, producer: Producer, topics: Topics,
                  chain: DetectionChain, max_records: int = 2000, group: str = "detect",
-                 maintenance: Consumer | None = None) -> None:
+                 maintenance: Consumer | None = None, neighbors: Consumer | None = None) -> None:
         self.consumer = consumer
+        #: the neighbors topic, for the topology watch (detectors.topology)
+        self.neighbors = neighbors
+        self.topology = TopologyWatch(chain.topology, update_every_s=chain.settings.update_every_s)
         #: the actions topic, for remediation's maintenance records (pipeline.maintenance)
         self.maintenance = maintenance
         self.producer = producer
@@ -76,6 +83,7 @@ class Engine:
     def step(self, timeout_s: float = 0.5) -> int:
         """One poll → detect → publish → commit; returns the messages handled."""
         self.learn_maintenance()
+        self.watch_topology()
         msgs = self.consumer.poll(timeout_s=timeout_s, max_records=self.max_records)
         if not msgs:
             return 0
@@ -106,6 +114,24 @@ class Engine:
         if msgs:
             self.maintenance.commit()
 
+    def watch_topology(self) -> None:
+        """The devices' latest LLDP reports into the topology watch; its incidents published
+        before the reports are committed. Unreadable reports are ingest's to park; they are
+        only counted here."""
+        if self.neighbors is None:
+            return
+        msgs = self.neighbors.poll(timeout_s=0.0, max_records=2000)
+        reports = []
+        for msg in msgs:
+            try:
+                reports.extend(decode_reports(msg.value).items)
+            except DecodeError:
+                self.stats.undecodable += 1
+        if reports:
+            self.publish(self.topology.observe(reports))
+        if msgs:
+            self.neighbors.commit()
+
     def publish(self, changes: list[Alert]) -> None:
         if not changes:
             return
@@ -115,12 +141,14 @@ class Engine:
 
     def health(self) -> dict[str, Any]:
         return {**asdict(self.stats), **self.chain.health(),
-                "dead_letters": asdict(self.letters.stats)}
+                "dead_letters": asdict(self.letters.stats), "topology": self.topology.health()}
 
     def close(self) -> None:
         self.consumer.close()
         if self.maintenance is not None:
             self.maintenance.close()
+        if self.neighbors is not None:
+            self.neighbors.close()
         self.producer.close()
 
 
@@ -132,7 +160,9 @@ def run(ctx: StageContext[WithDetection], stop: threading.Event) -> None:
     engine = Engine(ctx.bus.consumer([ctx.topics.samples], settings.group), ctx.bus.producer(),
                     ctx.topics, chain, group=settings.group,
                     maintenance=ctx.bus.consumer([ctx.topics.actions],
-                                                 f"{settings.group}-maintenance"))
+                                                 f"{settings.group}-maintenance"),
+                    neighbors=ctx.bus.consumer([ctx.topics.neighbors],
+                                               f"{settings.group}-topology"))
     ctx.health["detect"] = engine.health
     step_seconds = watch(ctx.metrics, engine.health)
     try:

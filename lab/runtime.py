@@ -43,6 +43,7 @@ from lab.agents import HOST, AgentHost
 from lab.gnmi.dialects import SwitchModel
 from lab.gnmi.target import GnmiTarget
 from lab.inventory import AgentPlan, Credentials, agents_document, plan_agents
+from lab.lldp import LldpFabric
 from lab.runner import SimOptions, published_layout, serve_simulation
 from lab.scenario.load import load_scenario
 from lab.scenario.spec import Scenario
@@ -57,6 +58,7 @@ from lab.sim.snapshot_ring import (
 )
 from lab.sim.view import SimControl, SimView
 from lab.snmp.agent import SnmpAgent
+from lab.snmp.lldp import LldpMib
 from lab.snmp.mib import SwitchMib
 from lab.te.api import TeServer
 from lab.te.controller import TeController
@@ -100,6 +102,9 @@ class Lab:
         plans = plan_agents(self.scenario)
         # a switch keeps its port slot (base_port + 1 + i) whichever switches run agents
         self._slot = {p.switch: i for i, p in enumerate(plans)}
+        #: what every device says over LLDP (every switch, whether or not it runs an agent)
+        self.lldp = LldpFabric(self.scenario, self.wiring, self.layout,
+                               {p.switch: p.profile for p in plans})
         if agents_for is not None:
             unknown = sorted(set(agents_for) - set(self._slot))
             if unknown:
@@ -190,10 +195,12 @@ class Lab:
         assert self._host and self.view and self.control
         port = self.base_port
         creds = (self.credentials.username, self.credentials.password)
+        view = self.view
         for plan in self.plans:
             want = port + 1 + self._slot[plan.switch] if port else 0
             if plan.protocol == "gnmi":
-                model = SwitchModel(plan.switch, plan.profile, self.wiring, self.layout, 0)
+                model = SwitchModel(plan.switch, plan.profile, self.wiring, self.layout, 0,
+                                    lldp=self.lldp, snapshot=lambda: view.snapshot)
                 self.models[plan.switch] = model
                 target = GnmiTarget(model, self.view, self.control, creds,
                                     self.scenario.sample_interval_s)
@@ -206,7 +213,8 @@ class Lab:
 
     def _start_snmp(self, plan: AgentPlan, port: int) -> str:
         assert self._host and self.view
-        mib = SwitchMib(plan.switch, self.wiring, self.layout, lambda: self.epoch_ns)
+        mib = SwitchMib(plan.switch, self.wiring, self.layout, lambda: self.epoch_ns,
+                        LldpMib(self.lldp, plan.switch, self.wiring, self.layout))
         agent = SnmpAgent(plan.switch, mib, self.view, self.credentials)
 
         async def start() -> int:

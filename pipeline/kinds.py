@@ -32,11 +32,17 @@ FAULT_ECMP_COLLISION: Final = "ecmp_collision"
 FAULT_BUFFER_MISCONFIG: Final = "buffer_misconfig"
 FAULT_PFC_DEADLOCK: Final = "pfc_deadlock"
 FAULT_LINK_DOWN: Final = "link_down"
+# the lab's own kinds beyond the format's table (docs/lab.md, "Topology faults"): they change
+# only what the devices say over LLDP, never the wiring the simulation runs
+FAULT_MISWIRED_CABLE: Final = "miswired_cable"
+FAULT_LLDP_NEIGHBOR_DROP: Final = "lldp_neighbor_drop"
 
 #: faults whose target is a host, and faults whose target is a link (or a host's link)
 HOST_FAULTS: Final = frozenset({FAULT_PFC_STORM, FAULT_INCAST, FAULT_SLOW_RECEIVER})
 LINK_FAULTS: Final = frozenset({FAULT_LINK_CORRUPTION, FAULT_LINK_FLAP, FAULT_OPTICS_DEGRADE,
                                 FAULT_LINK_DOWN})
+#: faults that change what LLDP says about a switch-to-switch link, not the link
+TOPOLOGY_FAULTS: Final = frozenset({FAULT_MISWIRED_CABLE, FAULT_LLDP_NEIGHBOR_DROP})
 
 # -- incident kinds (root causes) -------------------------------------------------------------
 PFC_STORM: Final = "pfc_storm"
@@ -49,9 +55,12 @@ ECMP_IMBALANCE: Final = "ecmp_imbalance"
 BUFFER_MISCONFIG: Final = "buffer_misconfig"
 PFC_DEADLOCK: Final = "pfc_deadlock"
 NO_DATA: Final = "no_data"
+#: the devices' LLDP contradicts the declared topology: a miswired cable (several links,
+#: comma-joined), a declared link no end sees, one only one end sees, or a link not declared
+TOPOLOGY_MISMATCH: Final = "topology_mismatch"
 
 INCIDENT_KINDS: Final = (PFC_STORM, INCAST, SLOW_RECEIVER, FAULTY_LINK, LINK_FLAP, LINK_DOWN,
-                         ECMP_IMBALANCE, BUFFER_MISCONFIG, PFC_DEADLOCK)
+                         ECMP_IMBALANCE, BUFFER_MISCONFIG, PFC_DEADLOCK, TOPOLOGY_MISMATCH)
 #: incidents on a link (a drain's candidates)
 LINK_INCIDENTS: Final = frozenset({FAULTY_LINK, LINK_FLAP, LINK_DOWN})
 
@@ -67,9 +76,13 @@ FAULT_TO_INCIDENT: Final = {
     FAULT_BUFFER_MISCONFIG: BUFFER_MISCONFIG,
     FAULT_PFC_DEADLOCK: PFC_DEADLOCK,
     FAULT_LINK_DOWN: LINK_DOWN,
+    FAULT_MISWIRED_CABLE: TOPOLOGY_MISMATCH,
+    FAULT_LLDP_NEIGHBOR_DROP: TOPOLOGY_MISMATCH,
 }
-#: every fault kind a scenario may inject, in the format's order
+#: every fault kind a scenario may inject, in the format's order, then the lab's own
 FAULT_KINDS: Final = tuple(FAULT_TO_INCIDENT)
+#: the kinds of the format's table (``shared/scenarios/README.md``)
+FORMAT_FAULT_KINDS: Final = tuple(k for k in FAULT_KINDS if k not in TOPOLOGY_FAULTS)
 
 # -- symptoms (per port or per device) -----------------------------------------------------
 PFC_WATCHDOG: Final = "pfc_watchdog"  # paused by the peer without draining (a stuck queue)

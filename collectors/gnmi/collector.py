@@ -32,6 +32,7 @@ from collectors.base import Collector, CollectorOptions, Emit, load_targets, sum
 from collectors.clocks import HOLD_MIN_S, DeviceClock, FabricClock
 from collectors.gnmi.connects import ConnectGate
 from collectors.gnmi.decode import GnmiDecoder
+from collectors.gnmi.lldp import LldpReaders
 from collectors.gnmi.mapping import PathMapper
 from collectors.gnmi.session import GnmiSession, SessionOptions
 from collectors.health import ErrorTally, TargetHealth
@@ -112,6 +113,9 @@ class GnmiCollector(Collector):
             self.targets[target.name] = _Target(health, decoder, session)
         if not self.targets:
             log.warning("gnmi collector %s has no gNMI targets", instance)
+        self.lldp = LldpReaders([(t.session.target, t.session.profile)
+                                 for t in self.targets.values()], env,
+                                options.lldp_interval_s, self.gate)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -133,6 +137,9 @@ class GnmiCollector(Collector):
         waker.start()
         sessions = [asyncio.ensure_future(t.session.run(stopping))
                     for t in self.targets.values()]
+        if self.emit_neighbors is not None:  # LLDP reports on the emitter's thread, like rows
+            send = self.emit_neighbors
+            sessions += self.lldp.start(stopping, lambda r: loop.run_in_executor(emitter, send, r))
         self.started.set()
         try:
             await self._tick_until(stopping, emitter)
@@ -203,4 +210,4 @@ class GnmiCollector(Collector):
         wall = time.monotonic()
         return summarize("gnmi", self.instance,
                          {name: t.health.snapshot(wall) for name, t in self.targets.items()},
-                         connects_granted=self.gate.granted)
+                         connects_granted=self.gate.granted, lldp=self.lldp.health())

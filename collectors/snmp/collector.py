@@ -7,7 +7,8 @@ comes is not doubled up but counted as an overrun, and that interval honestly re
 ``collector_received = 0``. Polls are coroutines with their own timeouts and retries: a dead
 target costs its own task a few timeouts and nothing else; at most ``max_concurrent_polls`` are in
 flight, the rest wait their turn. A second job emits each target's health samples as its
-intervals end (:mod:`collectors.health`: counted by the polls' own times).
+intervals end (:mod:`collectors.health`: counted by the polls' own times). A third reads each
+target's LLDP neighbours every ``lldp_interval_s`` of its clock (:mod:`collectors.snmp.lldp`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from apscheduler.triggers.interval import IntervalTrigger
 from pydantic import Field
 
 from collectors.base import Collector, CollectorOptions, Emit, load_targets, summarize
-from collectors.clocks import HOLD_MIN_S, CollectorClock, DeviceClock, FabricClock
+from collectors.clocks import HOLD_MIN_S, CollectorClock, DeviceClock, FabricClock, wall_ns
 from collectors.health import ErrorTally, TargetHealth
 from collectors.profile import SnmpProfile, load_profile
 from collectors.snmp.client import SnmpClient, V2cChannel, V3Target
+from collectors.snmp.lldp import read_neighbors
 from collectors.snmp.poll import SnmpPoller
 from pipeline.errors import ConfigError
 from pipeline.inventory import Target, resolve_secrets
@@ -50,7 +52,7 @@ class SnmpOptions(CollectorOptions):
 
 
 class _Target:
-    __slots__ = ("busy", "health", "overruns", "poller", "target")
+    __slots__ = ("busy", "health", "lldp_error", "overruns", "poller", "target")
 
     def __init__(self, target: Target, health: TargetHealth) -> None:
         self.target = target
@@ -58,6 +60,7 @@ class _Target:
         self.poller: SnmpPoller | None = None
         self.busy = False
         self.overruns = 0
+        self.lldp_error = ""
 
 
 class SnmpCollector(Collector):
@@ -93,6 +96,8 @@ class SnmpCollector(Collector):
         self._engines: dict[tuple[str, ...], Any] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._semaphore: asyncio.Semaphore | None = None
+        self.lldp_reports = 0
+        self.lldp_errors = 0
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -126,6 +131,12 @@ class SnmpCollector(Collector):
                               id=f"poll-{name}", next_run_time=now + timedelta(seconds=offset))
         scheduler.add_job(self._health_job, IntervalTrigger(seconds=max(tick, 0.01)),
                           id="health", next_run_time=now)
+        if self.emit_neighbors is not None and self.opts.lldp_interval_s > 0:
+            for name, t in self.targets.items():
+                every = self.opts.lldp_interval_s / t.target.clock_rate
+                offset = (zlib.crc32(b"lldp" + name.encode()) % 1000) / 1000 * every
+                scheduler.add_job(self._lldp_job, IntervalTrigger(seconds=every), args=[name],
+                                  id=f"lldp-{name}", next_run_time=now + timedelta(seconds=offset))
         scheduler.start()
         self.started.set()
         try:
@@ -198,6 +209,38 @@ class SnmpCollector(Collector):
                               CollectorClock(target.clock_rate), self.opts.clock_tolerance_s)
         return t.poller
 
+    async def _lldp_job(self, name: str) -> None:
+        """One LLDP read of a target (:mod:`collectors.snmp.lldp`), stamped with the device's
+        time as its polls know it; a failure is the target's own, logged when it changes."""
+        t = self.targets[name]
+        task = asyncio.current_task()
+        assert task is not None and self._semaphore is not None and t.target.snmp is not None
+        self._tasks.add(task)
+        try:
+            async with self._semaphore:
+                poller = t.poller or self._poller(t)
+                if poller is None:
+                    return
+                wall = time.monotonic()
+                ts = t.health.clock.now_ns(wall) or self.fabric.now_ns(wall) or wall_ns(wall)
+                report = await read_neighbors(poller.client, name, ts,
+                                              t.target.snmp.max_repetitions,
+                                              t.target.snmp.columns_per_request)
+            if self.emit_neighbors is not None:
+                self.emit_neighbors(report)
+            self.lldp_reports += 1
+            t.lldp_error = ""
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:  # one target's failure stays its own
+            detail = f"{type(exc).__name__}: {exc}"
+            if detail != t.lldp_error:
+                log.warning("LLDP read of %s failed: %s", name, detail)
+            t.lldp_error = detail
+            self.lldp_errors += 1
+        finally:
+            self._tasks.discard(task)
+
     async def _health_job(self) -> None:
         wall = time.monotonic()
         for t in self.targets.values():
@@ -218,4 +261,8 @@ class SnmpCollector(Collector):
             snap["varbinds_total"] = t.poller.varbinds_total if t.poller else 0
             targets[name] = snap
         malformed = self._channel.malformed if self._channel else 0
-        return summarize("snmp", self.instance, targets, unattributed_malformed=malformed)
+        lldp = {"interval_s": self.opts.lldp_interval_s, "reports": self.lldp_reports,
+                "errors": self.lldp_errors,
+                "failing": sorted(n for n, t in self.targets.items() if t.lldp_error)}
+        return summarize("snmp", self.instance, targets, unattributed_malformed=malformed,
+                         lldp=lldp)

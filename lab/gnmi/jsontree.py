@@ -8,6 +8,7 @@ under a top-level container are qualified with their module name
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -21,16 +22,23 @@ from lab.gnmi.render import leaf_python_value
 def build_tree(table: LeafTable, sel: NDArray[np.int64], base: PathT, snap: NDArray[np.float64],
                epoch_ns: int, ietf: bool) -> Any:
     """The JSON value of ``base`` (a path without wildcards) given the leaves under it."""
-    depth = len(base)
-    root: dict[str, Any] = {}
+    items = []
     for i in sel.tolist():
-        path = table.paths[i]
         kind = int(table.kinds[i])
         idx = int(table.index[i])
         raw = float(snap[idx]) if idx >= 0 else 0.0
         value = leaf_python_value(kind, raw, table.consts[i], epoch_ns)
         if not ietf and kind in (int(Kind.COUNTER), int(Kind.GAUGE), int(Kind.TIMETICKS)):
             value = int(str(value))
+        items.append((table.paths[i], value))
+    return assemble(base, items)
+
+
+def assemble(base: PathT, items: Iterable[tuple[PathT, Any]]) -> Any:
+    """The JSON value of ``base`` from the leaves under it, each ``(full path, JSON value)``."""
+    depth = len(base)
+    root: dict[str, Any] = {}
+    for path, value in items:
         rest = path[depth:]
         if not rest:
             return value

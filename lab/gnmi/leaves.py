@@ -22,7 +22,8 @@ from lab.counters import Layout
 from lab.gnmi.paths import Elem, PathT, matches, to_pb
 from lab.wiring import N_PRIO, Wiring
 
-MODULES = {"interfaces": "openconfig-interfaces", "qos": "openconfig-qos"}
+MODULES = {"interfaces": "openconfig-interfaces", "qos": "openconfig-qos",
+           "lldp": "openconfig-lldp"}
 
 OPER_NAMES = {1: "UP", 2: "DOWN", 3: "TESTING", 4: "UNKNOWN", 5: "DORMANT", 6: "NOT_PRESENT",
               7: "LOWER_LAYER_DOWN"}

@@ -31,6 +31,7 @@ from pygnmi.spec.v080 import gnmi_pb2 as pb
 from lab import counters as cf
 from lab.counters import Layout
 from lab.gnmi.paths import PathT, to_pb
+from lab.lldp import port_alias
 from lab.wiring import N_PRIO, Wiring
 
 DATABASES = ("COUNTERS_DB", "APPL_DB", "CONFIG_DB")
@@ -125,16 +126,16 @@ def _config_tables(t: SonicTables, table: str, key: str) -> list[tuple[str, tupl
                                                               "green_max_threshold",
                                                               "green_drop_probability"))))]
     if table == "PORT_QOS_MAP":
-        return [(p, (("pfc_enable", -1, "3"),)) for p in _port_match(key, t.ports)]
+        return [(p, (("pfc_enable", -1, "3"),)) for p in port_match(key, t.ports)]
     if table == "BUFFER_PG":
         port, _, pg = key.partition("|")
         if pg not in ("", "*", "3"):
             return []
-        return [(f"{p}|3", (("profile", -1, BUFFER_PROFILE),)) for p in _port_match(port, t.ports)]
+        return [(f"{p}|3", (("profile", -1, BUFFER_PROFILE),)) for p in port_match(port, t.ports)]
     return []
 
 
-def _port_match(pattern: str, names: tuple[str, ...]) -> list[str]:
+def port_match(pattern: str, names: tuple[str, ...]) -> list[str]:
     if pattern == "*":
         return list(names)
     if pattern.endswith("*"):
@@ -201,7 +202,7 @@ def _resolve(t: SonicTables, db: str, names: list[str]) -> list[tuple[str, tuple
         if len(names) == 3:
             found = [(k, tuple(f for f in v if f[0] == names[2])) for k, v in found]
         return [(k, v) for k, v in found if v]
-    ports = _port_match(port_pat, t.ports)
+    ports = port_match(port_pat, t.ports)
     out: list[tuple[str, tuple[Field, ...]]] = []
     if db == "COUNTERS_DB" and table == "COUNTERS":
         if len(names) == 2:
@@ -219,7 +220,7 @@ def _resolve(t: SonicTables, db: str, names: list[str]) -> list[tuple[str, tuple
                 fields += [("oper_status", t.status[p], None), ("flap_count", t.carrier[p], None)]
             fields += [("speed", -1, str(t.speed_mbps[p])), ("mtu", -1, "9100")]
             if db == "APPL_DB":
-                fields += [("alias", -1, p),
+                fields += [("alias", -1, port_alias(p)),
                            ("index", -1, "".join(ch for ch in p if ch.isdigit()))]
             if len(names) == 3:
                 fields = [f for f in fields if f[0] == names[2]]

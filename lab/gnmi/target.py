@@ -23,6 +23,7 @@ from pygnmi.spec.v080 import gnmi_pb2_grpc as pb_grpc
 from lab.gnmi import paths as gpath
 from lab.gnmi.dialects import PathError, SwitchModel
 from lab.gnmi.jsontree import build_tree
+from lab.gnmi.lldp import OcLldpSelection
 from lab.gnmi.render import LeafSelection
 from lab.gnmi.subscribe import SubscriptionPlan, run_stream, snapshot_responses
 from lab.sim.view import SimControl, SimView
@@ -68,6 +69,13 @@ class GnmiTarget(pb_grpc.gNMIServicer):  # type: ignore[misc]
             except PathError as exc:
                 await context.abort(getattr(grpc.StatusCode, exc.code), str(exc))
                 raise
+            if isinstance(sel, OcLldpSelection):
+                if request.type != pb.GetRequest.ALL:
+                    sel.restrict("config" if request.type == pb.GetRequest.CONFIG else "state")
+                tree = sel.tree(snap, ts)
+                if tree is not None:
+                    notes.append(tree)
+                    continue
             if isinstance(sel, LeafSelection):
                 leaves = _filter_type(sel, request.type, self.model, enc)
                 if leaves is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from lab.scenario.checks import as_int, as_list, as_mapping, as_num, check_keys
-from lab.scenario.spec import DIRECTIONS, FaultSpec
+from lab.scenario.spec import DIRECTIONS, SIDES, FaultSpec
 from pipeline.errors import ConfigError
 from pipeline.kinds import (
     FAULT_BUFFER_MISCONFIG,
@@ -18,12 +18,15 @@ from pipeline.kinds import (
     FAULT_KINDS,
     FAULT_LINK_CORRUPTION,
     FAULT_LINK_FLAP,
+    FAULT_LLDP_NEIGHBOR_DROP,
+    FAULT_MISWIRED_CABLE,
     FAULT_OPTICS_DEGRADE,
     FAULT_PFC_DEADLOCK,
     FAULT_PFC_STORM,
     FAULT_SLOW_RECEIVER,
     HOST_FAULTS,
     LINK_FAULTS,
+    TOPOLOGY_FAULTS,
 )
 from pipeline.topology.model import Topology
 
@@ -63,6 +66,8 @@ def parse_fault(data: Any, path: str, topo: Topology, duration: float) -> FaultS
         _target_host(target, f"{path}.target", topo)
     elif kind in LINK_FAULTS:
         _target_link(target, f"{path}.target", topo)
+    elif kind in TOPOLOGY_FAULTS:
+        _target_switch_link(target, f"{path}.target", topo)
     elif kind == FAULT_ECMP_COLLISION and target not in topo.leaves and not (
             target in topo.spines and topo.agg_uplinks(target)):
         where = "a leaf, or a spine with aggregation uplinks," if topo.aggs else "a leaf"
@@ -118,6 +123,19 @@ def parse_fault(data: Any, path: str, topo: Topology, duration: float) -> FaultS
             raise ConfigError(f"the target must be one of the cycle's links {list(cycle)}",
                               f"{path}.target")
         checked = {"cycle": cycle}
+    elif kind == FAULT_MISWIRED_CABLE:
+        check_keys(params, ppath, required={"swap_with"}, optional=set())
+        other = params["swap_with"]
+        _target_switch_link(other, f"{ppath}.swap_with", topo)
+        if other == target:
+            raise ConfigError("a cable cannot be swapped with itself", f"{ppath}.swap_with")
+        checked = {"swap_with": other}
+    elif kind == FAULT_LLDP_NEIGHBOR_DROP:
+        check_keys(params, ppath, required=set(), optional={"side"})
+        side = params.get("side", "both")
+        if side not in SIDES:
+            raise ConfigError(f"side must be one of {', '.join(SIDES)}", f"{ppath}.side")
+        checked = {"side": side}
     else:  # link_down
         check_keys(params, ppath, required=set(), optional=set())
         checked = {}
@@ -134,6 +152,13 @@ def _target_link(target: str, path: str, topo: Topology) -> None:
         raise ConfigError(
             f"this fault targets a link (like leaf2~spine1, leaf2~spine1#2, agg2~z3-spine1 or a "
             f"host's link host5); {target!r} is not one", path)
+
+
+def _target_switch_link(target: Any, path: str, topo: Topology) -> None:
+    if not isinstance(target, str) or target not in topo.link_by_id:
+        raise ConfigError(
+            f"this fault targets a switch-to-switch link (like leaf2~spine1, leaf2~spine1#2 or "
+            f"agg2~z3-spine1); {target!r} is not one", path)
 
 
 def _cycle(data: Any, path: str, topo: Topology) -> tuple[str, ...]:

@@ -20,6 +20,8 @@ ROUTING_MODES = ("ecmp", "eecmp", "pinned", "te")
 PATTERNS = ("allreduce", "alltoall", "uniform", "incast", "none")
 PROFILES = ("openconfig", "arista", "sonic")
 DIRECTIONS = ("a_to_b", "b_to_a", "both")
+#: which end of a link loses its LLDP neighbour (``lldp_neighbor_drop``)
+SIDES = ("a", "b", "both")
 
 
 @dataclass(frozen=True)

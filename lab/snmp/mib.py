@@ -11,7 +11,8 @@ Objects (numeric OIDs; see ``docs/telemetry-dialects.md``, profile ``snmp``):
 * CISCO-PFC-EXT-MIB ``cpfcIfTable``, ``cpfcIfPriorityTable`` and ``cpfcIfPriorityWaitTable``
   (per interface and priority 0..7, Counter64, waits in microseconds);
 * CISCO-SWITCH-QOS-MIB ``csqIfQosGroupStatsTable`` (egress, queue+1, stat types 1 ucast sent
-  packets, 2 ucast sent bytes, 5 ucast dropped packets; Counter64).
+  packets, 2 ucast sent bytes, 5 ucast dropped packets; Counter64);
+* LLDP-MIB, given the fabric's LLDP state: :mod:`lab.snmp.lldp`.
 
 Table index is the ifIndex, k for ``Ethernet<k>``. Values are computed from the latest snapshot
 when a request arrives; one request reads one snapshot, so a GETBULK is self-consistent.
@@ -31,6 +32,7 @@ from pysnmp.proto import rfc1902
 
 from lab import counters as cf
 from lab.counters import Layout
+from lab.snmp.lldp import LLDP_MIB, LldpMib
 from lab.wiring import N_PRIO, Wiring
 
 Oid = tuple[int, ...]
@@ -62,8 +64,9 @@ class Row:
 
 class SwitchMib:
     def __init__(self, switch: str, wiring: Wiring, layout: Layout,
-                 epoch_ns: Callable[[], int]) -> None:
+                 epoch_ns: Callable[[], int], lldp: LldpMib | None = None) -> None:
         self.switch = switch
+        self.lldp = lldp
         self.layout = layout
         self._epoch_ns = epoch_ns
         self.device = wiring.device_index(switch)
@@ -81,12 +84,19 @@ class SwitchMib:
     # ------------------------------------------------------------------ lookup
 
     def get(self, oid: Oid, snap: Snap) -> Any | None:
+        if self.lldp is not None and oid[:len(LLDP_MIB)] == LLDP_MIB:
+            return self.lldp.get(oid, snap)
         i = bisect.bisect_left(self.oids, oid)
         if i < len(self.oids) and self.oids[i] == oid:
             return self.rows[i].make(snap)
         return None
 
     def next(self, oid: Oid, snap: Snap) -> tuple[Oid, Any] | None:
+        # the LLDP-MIB (1.0.8802...) sorts before every other object served here
+        if self.lldp is not None and oid < (*LLDP_MIB, 0xFFFFFFFF):
+            found = self.lldp.next(oid, snap)
+            if found is not None:
+                return found
         i = bisect.bisect_right(self.oids, oid)
         if i >= len(self.oids):
             return None

@@ -53,8 +53,14 @@ class Topics:
         """Approvals, repairs, silences entered by people (``pipeline.wire.commands``)."""
         return self.prefix + "commands"
 
+    @property
+    def neighbors(self) -> str:
+        """What devices say over LLDP (``pipeline.wire.neighbors``)."""
+        return self.prefix + "neighbors"
+
     def all(self) -> tuple[str, ...]:
-        return (self.samples, self.alerts, self.actions, self.deadletter, self.commands)
+        return (self.samples, self.alerts, self.actions, self.deadletter, self.commands,
+                self.neighbors)
 
 
 class Producer(Protocol):

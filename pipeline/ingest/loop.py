@@ -17,6 +17,9 @@ threads, and commits batches strictly in order, each once it and all before it a
 store outage is retried under the retry policy (:mod:`pipeline.retry`; nothing is committed
 meanwhile); a broker outage while polling keeps what was gathered and tries again.
 
+The neighbors topic is read in the same group: the devices' LLDP reports become the changes the
+store records (:mod:`pipeline.ingest.neighbors`).
+
 The role also runs the store's scheduled jobs: retention where the engine has no TTL, and the
 rollup job (:mod:`pipeline.store.rollup.job`).
 """
@@ -32,15 +35,18 @@ from pipeline.bus.base import Bus, Message, Topics
 from pipeline.errors import BusError, StoreError
 from pipeline.exposition import Metrics
 from pipeline.ingest.metrics import insert_seconds, watch
+from pipeline.ingest.neighbors import NeighborRecorder
 from pipeline.ingest.window import TimeWindow, device_times
 from pipeline.model import ActionResult, Alert, SampleBatch
 from pipeline.retry import REPOLL, Backoff, RetryPolicy
 from pipeline.stage import CoreSettings, StageContext
 from pipeline.store.base import Store
 from pipeline.store.rollup.clock import PartitionClock
+from pipeline.topology.neighbors import NeighborChange
 from pipeline.wire.actions import decode_actions
 from pipeline.wire.alerts import decode_alerts
 from pipeline.wire.deadletter import DeadLetter, DeadLetters, DeadLetterStats
+from pipeline.wire.neighbors import decode_reports
 from pipeline.wire.samples import decode_samples
 
 __all__ = ["Ingest", "IngestStats", "run"]
@@ -58,6 +64,8 @@ class IngestStats:
     samples: int = 0
     alerts: int = 0
     actions: int = 0
+    #: LLDP neighbour changes recorded (pipeline.ingest.neighbors)
+    neighbor_changes: int = 0
     inserts: int = 0
     store_errors: int = 0
     bus_errors: int = 0
@@ -77,6 +85,7 @@ class _Pending:
     rows: int = 0
     alerts: list[Alert] = field(default_factory=list)
     actions: list[ActionResult] = field(default_factory=list)
+    neighbors: list[NeighborChange] = field(default_factory=list)
     messages: int = 0
     #: (topic, partition) → the offset after the last message gathered: what a commit covers
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -105,7 +114,9 @@ class Ingest:
         self._rows_per_message = 0  # rows per samples message seen so far (0: not known yet)
         self.clock = PartitionClock()
         bus.ensure_topics(topics.all())
-        self._consumer = bus.consumer([topics.samples, topics.alerts, topics.actions], group)
+        self._consumer = bus.consumer([topics.samples, topics.alerts, topics.actions,
+                                       topics.neighbors], group)
+        self.neighbors = NeighborRecorder(store)
         self._producer = bus.producer()
         self.letters = DeadLetters(group, self._producer, topics.deadletter)
         self.stats.dead_letters = self.letters.stats
@@ -126,6 +137,10 @@ class Ingest:
             actions = self.letters.read_items(msg, decode_actions)
             if not isinstance(actions, DeadLetter):
                 into.actions.extend(actions.items)
+        elif msg.topic == self.topics.neighbors:
+            reports = self.letters.read_items(msg, decode_reports)
+            if not isinstance(reports, DeadLetter):
+                into.neighbors.extend(self.neighbors.changes(reports.items))
         return None
 
     def _screen(self, read: list[tuple[Message, SampleBatch]], into: _Pending) -> None:
@@ -208,6 +223,8 @@ class Ingest:
             self.store.insert_alerts(pending.alerts)
         if pending.actions:
             self.store.insert_actions(pending.actions)
+        if pending.neighbors:
+            self.store.insert_neighbors(pending.neighbors)
         self.stats.last_insert_s = time.perf_counter() - t0
         self.stats.inserts += 1
         self._insert_seconds.observe(self.stats.last_insert_s)
@@ -237,6 +254,7 @@ class Ingest:
         self.stats.samples += pending.rows
         self.stats.alerts += len(pending.alerts)
         self.stats.actions += len(pending.actions)
+        self.stats.neighbor_changes += len(pending.neighbors)
         if not pending.offsets:
             return
         try:

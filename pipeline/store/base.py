@@ -23,6 +23,7 @@ from pipeline.errors import QueryError
 from pipeline.model import ActionResult, Alert, SampleBatch
 from pipeline.store.dialect import Dialect
 from pipeline.store.schema import ROLLUP_1H, ROLLUP_1M, ROLLUPS, Rollup
+from pipeline.topology.neighbors import NeighborChange
 
 Columns = dict[str, NDArray[Any]]
 
@@ -54,6 +55,9 @@ class Store(Protocol):
     def insert_alerts(self, alerts: Sequence[Alert]) -> None: ...
 
     def insert_actions(self, actions: Sequence[ActionResult]) -> None: ...
+
+    def insert_neighbors(self, changes: Sequence[NeighborChange]) -> None:
+        """Record LLDP neighbour changes (:mod:`pipeline.store.neighbors`); safe to repeat."""
 
     def query(self, sql: str) -> Columns:
         """Run a SELECT; the result as columns."""

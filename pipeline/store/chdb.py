@@ -30,9 +30,11 @@ from pipeline.store.base import (
 )
 from pipeline.store.ddl import store_ddl
 from pipeline.store.dialect import MODERN
+from pipeline.store.neighbors import neighbor_columns
 from pipeline.store.rollup.sql import bucket_marks, marks_insert, marks_values
 from pipeline.store.rollup.upgrade import finish_upgrade, prepare_upgrade
-from pipeline.store.schema import ACTIONS, ALERTS, Table
+from pipeline.store.schema import ACTIONS, ALERTS, NEIGHBORS, Table
+from pipeline.topology.neighbors import NeighborChange
 
 _METRIC_NAMES = pa.array([m.name for m in CATALOG])
 _TS = pa.timestamp("ns", tz="UTC")
@@ -135,6 +137,10 @@ class ChdbStore:
     def insert_actions(self, actions: Sequence[ActionResult]) -> None:
         if actions:
             self._insert_logical(ACTIONS, action_columns(actions))
+
+    def insert_neighbors(self, changes: Sequence[NeighborChange]) -> None:
+        if changes:
+            self._insert_logical(NEIGHBORS, neighbor_columns(changes))
 
     def close(self) -> None:
         with self._lock:

@@ -52,9 +52,19 @@ from pipeline.store.base import (
 )
 from pipeline.store.ddl import store_ddl, view_names
 from pipeline.store.dialect import Dialect, dialect_for_version, local_name
+from pipeline.store.neighbors import neighbor_columns
 from pipeline.store.rollup.sql import bucket_marks, marks_insert
 from pipeline.store.rollup.upgrade import finish_upgrade, prepare_upgrade
-from pipeline.store.schema import ACTIONS, ALERTS, ROLLUP_MARKS, SAMPLES, Table, stored_tables
+from pipeline.store.schema import (
+    ACTIONS,
+    ALERTS,
+    NEIGHBORS,
+    ROLLUP_MARKS,
+    SAMPLES,
+    Table,
+    stored_tables,
+)
+from pipeline.topology.neighbors import NeighborChange
 
 log = logging.getLogger("rocewatch.store")
 
@@ -253,6 +263,10 @@ class ClickHouseStore:
     def insert_actions(self, actions: Sequence[ActionResult]) -> None:
         if actions:
             self._insert_logical(ACTIONS, action_columns(actions))
+
+    def insert_neighbors(self, changes: Sequence[NeighborChange]) -> None:
+        if changes:
+            self._insert_logical(NEIGHBORS, neighbor_columns(changes))
 
     def close(self) -> None:
         with self._clients_lock:

@@ -102,7 +102,23 @@ ACTIONS = Table(
     shard_by="id",
 )
 
-TABLES: tuple[Table, ...] = (SAMPLES, ALERTS, ACTIONS)
+#: what each port's LLDP neighbour was from ``ts`` on, one row per change
+#: (:mod:`pipeline.store.neighbors`); kept as long as the store (a port whose neighbour never
+#: changes has one row, however old)
+NEIGHBORS = Table(
+    "neighbors",
+    (Column("ts", "time"), Column("device", "id"), Column("port", "id"),
+     Column("present", "bool"), Column("chassis_id", "id"), Column("chassis_id_type", "id"),
+     Column("port_id", "id"), Column("port_id_type", "id"), Column("port_description", "string"),
+     Column("system_name", "id")),
+    order_by=("device", "port", "ts"),
+    time_column="ts",
+    shard_by="device",
+    partition="month",
+    expires=False,
+)
+
+TABLES: tuple[Table, ...] = (SAMPLES, ALERTS, ACTIONS, NEIGHBORS)
 
 #: ns → the value stored for a time column when an alert has no end yet.
 NO_TIME = 0

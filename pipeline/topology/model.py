@@ -96,6 +96,8 @@ class Topology:
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     aggs: tuple[str, ...] = ()
     shape: FabricShape | None = field(default=None, compare=False, hash=False)
+    #: zones given explicitly (a discovered fabric whose names carry none: inventory labels)
+    zone_of: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
 
     # ------------------------------------------------------------------ switches, tiers, zones
 
@@ -130,7 +132,8 @@ class Topology:
         zone: dict[str, int] = {}
         for sw in self.spines + self.leaves:
             parsed = parse_name(sw)
-            zone[sw] = parsed.zone if parsed is not None and parsed.zone is not None else 1
+            named = parsed.zone if parsed is not None and parsed.zone is not None else None
+            zone[sw] = self.zone_of.get(sw) or named or 1
         for h in self.hosts:
             zone[h.name] = zone.get(h.port.device, 1)
         return zone
@@ -263,6 +266,8 @@ class Topology:
         out["hosts"] = [{"name": h.name, "port": str(h.port), "gbps": h.gbps} for h in self.hosts]
         if self.aggs and self.shape is not None:
             out["shape"] = self.shape.to_json()
+        if self.zone_of:
+            out["zone_of"] = dict(self.zone_of)
         return out
 
     @classmethod
@@ -286,9 +291,11 @@ class Topology:
             leaves = tuple(data.get("leaves") or sorted({h.port.device for h in hosts},
                                                         key=natural_key))
             aggs = tuple(data.get("aggs") or _named(devices, AGG))
-        except (KeyError, TypeError, AttributeError) as exc:
+            zone_of = {str(k): int(v) for k, v in (data.get("zone_of") or {}).items()}
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ConfigError(f"topology JSON is missing or mistypes {exc}") from exc
-        return cls(spines=spines, leaves=leaves, hosts=hosts, links=links, aggs=aggs, shape=shape)
+        return cls(spines=spines, leaves=leaves, hosts=hosts, links=links, aggs=aggs, shape=shape,
+                   zone_of=zone_of)
 
     @classmethod
     def load(cls, path: str | Path) -> Topology:

@@ -12,12 +12,10 @@ lines are kept.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
-from pipeline.errors import DecodeError
 from pipeline.model import ActionResult
-from pipeline.wire.items import BadItem, Decoded, present, validate_item
+from pipeline.wire.items import Decoded, json_lines
 
 
 def encode_actions(results: Iterable[ActionResult]) -> bytes:
@@ -30,23 +28,4 @@ def action_key(result: ActionResult) -> bytes:
 
 def decode_actions(value: bytes | None) -> Decoded[list[ActionResult]]:
     """The records of a message, line by line; DecodeError when it holds no line."""
-    lines = present(value, "actions message").split(b"\n")
-    good: list[ActionResult] = []
-    bad: list[BadItem] = []
-    for index, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            bad.append(BadItem(index=index, reason=f"action {index} is not JSON: "
-                                                   f"{str(exc)[:200]}"))
-            continue
-        result = validate_item(raw, ActionResult, "action", index)
-        if isinstance(result, BadItem):
-            bad.append(result)
-        else:
-            good.append(result)
-    if not good and not bad:
-        raise DecodeError("an actions message must hold a JSON object per line; this one is blank")
-    return Decoded(good, tuple(bad))
+    return json_lines(value, ActionResult, "action")

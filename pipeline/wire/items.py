@@ -144,5 +144,32 @@ def validate_items(raw: list[Any], model: type[M], what: str) -> Decoded[list[M]
     return Decoded(good, tuple(bad))
 
 
+def json_lines(value: bytes | None, model: type[M], what: str) -> Decoded[list[M]]:
+    """A message of one JSON object per line (blank lines ignored), each validated as ``model``:
+    a line that is not JSON, not an object or not a valid item is a bad item named by its line
+    number, the others are kept; DecodeError when the message holds no line at all."""
+    lines = present(value, f"{what}s message").split(b"\n")
+    good: list[M] = []
+    bad: list[BadItem] = []
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            bad.append(BadItem(index=index, reason=f"{what} {index} is not JSON: "
+                                                   f"{str(exc)[:200]}"))
+            continue
+        result = validate_item(raw, model, what, index)
+        if isinstance(result, BadItem):
+            bad.append(result)
+        else:
+            good.append(result)
+    if not good and not bad:
+        raise DecodeError(f"{'an' if what[0] in 'aeiou' else 'a'} {what}s message must hold a "
+                          "JSON object per line; this one is blank")
+    return Decoded(good, tuple(bad))
+
+
 def _short(text: str) -> str:
     return text if len(text) <= MAX_REASON else text[:MAX_REASON - 1] + "…"

@@ -12,6 +12,7 @@
     rocewatch query ...     history through the read-side query layer
     rocewatch dashboard     the Streamlit dashboard over the configured API
     rocewatch bench ...     benchmarks that print numbers
+    rocewatch topology ...  the fabric's topology from its devices (LLDP)
 
 Errors derived from :class:`pipeline.errors.RocewatchError` print one line and exit non-zero;
 anything else is a bug and keeps its traceback.
@@ -40,6 +41,7 @@ LAZY: dict[str, tuple[str, str]] = {
     "store": ("rocewatch.cli.store:store", "Store schema and maintenance."),
     "targets": ("rocewatch.cli.targets:targets", "Validate targets files; make one from a lab."),
     "token": ("rocewatch.cli.token:token", "Mint API tokens (identities with roles)."),
+    "topology": ("rocewatch.cli.topology:topology", "The fabric's topology from its devices."),
 }
 
 

@@ -13,6 +13,11 @@ aggregation switch for ``buffer_misconfig``, a spine for ``ecmp_collision``, a d
 through an aggregation switch. Everything about the three tiers is drawn from a random stream of
 its own, so a scenario that stays two-tier is byte for byte what this seed gave before three
 tiers existed.
+
+About one scenario in eight also has a topology fault (``miswired_cable`` or
+``lldp_neighbor_drop``, docs/lab.md "Topology faults") drawn from a stream of its own in the same
+way, inside the scenario's other windows: the rest of every scenario is byte for byte what it
+was before those kinds existed.
 """
 
 from __future__ import annotations
@@ -27,18 +32,21 @@ from pipeline.kinds import (
     FAULT_BUFFER_MISCONFIG,
     FAULT_ECMP_COLLISION,
     FAULT_INCAST,
-    FAULT_KINDS,
     FAULT_LINK_CORRUPTION,
     FAULT_LINK_FLAP,
+    FAULT_MISWIRED_CABLE,
     FAULT_OPTICS_DEGRADE,
     FAULT_PFC_STORM,
+    FORMAT_FAULT_KINDS,
     HOST_FAULTS,
     LINK_FAULTS,
+    TOPOLOGY_FAULTS,
 )
 from pipeline.topology.model import Topology
 from pipeline.topology.shape import FabricShape
 
 THREE_TIER_SHARE = 0.25
+TOPOLOGY_SHARE = 0.125
 
 
 def _fabric(rng: random.Random) -> dict[str, Any]:
@@ -157,6 +165,25 @@ def _fault(rng: random.Random, kind: str, topo: Topology, taken: set[str],
     return fault
 
 
+def _topology_fault(rng: random.Random, topo: Topology, taken: set[str], end: float
+                    ) -> dict[str, Any] | None:
+    """A miswire or a dropped LLDP neighbour, now and then, from a stream of its own, within
+    the scenario's other windows (its duration stays what it was)."""
+    if rng.random() >= TOPOLOGY_SHARE:
+        return None
+    links = [ln.id for ln in topo.links if ln.id not in taken]
+    if len(links) < 2:
+        return None
+    kind = rng.choice(sorted(TOPOLOGY_FAULTS))
+    target, other = rng.sample(links, 2)
+    params: dict[str, Any] = ({"swap_with": other} if kind == FAULT_MISWIRED_CABLE else
+                              {"side": rng.choice(("a", "b", "both"))})
+    at = float(rng.randint(20, 40))
+    until = min(at + rng.randint(40, 60), float(end))
+    taken.add(target)
+    return {"kind": kind, "target": target, "at_s": at, "until_s": until, "params": params}
+
+
 def generate(seed: int, index: int) -> dict[str, Any]:
     """The ``index``-th scenario of a seed's series."""
     rng = random.Random(seed * 100_003 + index)
@@ -173,7 +200,7 @@ def generate(seed: int, index: int) -> dict[str, Any]:
     taken: set[str] = set()
     t = float(rng.randint(30, 45))
     for _ in range(count):
-        kind = rng.choice(FAULT_KINDS)
+        kind = rng.choice(FORMAT_FAULT_KINDS)
         span = 80.0 if kind == FAULT_OPTICS_DEGRADE else float(rng.randint(30, 50))
         fault = _fault(rng, kind, topo, taken, t, t + span, rng3)
         if fault is not None:
@@ -181,6 +208,9 @@ def generate(seed: int, index: int) -> dict[str, Any]:
             # a second fault either overlaps the first or follows it
             t = t + (rng.uniform(5, 15) if rng.random() < 0.4 else span + 20)
     end = max([f["until_s"] for f in faults], default=t + 60)
+    topology = _topology_fault(random.Random(f"topology {seed} {index}"), topo, taken, end)
+    if topology is not None:
+        faults.append(topology)
     return {
         "format": 1,
         "name": f"random-{seed}-{index:03d}",

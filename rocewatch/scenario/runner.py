@@ -77,11 +77,13 @@ def topology_json(topology: Topology) -> dict[str, Any]:
 
 
 def detection_sources() -> frozenset[str]:
-    """Who speaks about the fabric on the alerts topic: the detectors and the correlator (the
-    remediation stage publishes its own operational alerts there too, e.g. a halted automation)."""
+    """Who speaks about the fabric on the alerts topic: the detectors, the correlator and the
+    topology watch (the remediation stage publishes its own operational alerts there too, e.g. a
+    halted automation)."""
+    from detectors.topology import SOURCE as TOPOLOGY
     from pipeline.registry import Registry
 
-    return frozenset([*Registry("rocewatch.detectors").names(), "correlator"])
+    return frozenset([*Registry("rocewatch.detectors").names(), "correlator", TOPOLOGY])
 
 
 def alert_entries(messages: Iterable[Alert], epoch_ns: int, end_s: float) -> list[dict[str, Any]]:

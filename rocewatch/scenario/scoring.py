@@ -7,9 +7,10 @@ The rules (``shared/scenarios/README.md``, made precise here):
   (``link_corruption`` and ``optics_degrade`` → ``faulty_link``, ``ecmp_collision`` →
   ``ecmp_imbalance``, the rest by their own name), its entity or one of its ports names the
   target (a deadlock's entity lists the links of its cycle, comma-separated, and matches any of
-  them), and it was first raised while the fault was on: no earlier than one sample interval
-  before the fault started (samples are stamped at interval boundaries) and no later than
-  ``grace_intervals`` after it ended;
+  them; so does a ``topology_mismatch``'s that names a miswire of several links), and it was
+  first raised while the fault was on: no earlier than one sample interval before the fault
+  started (samples are stamped at interval boundaries) and no later than ``grace_intervals``
+  after it ended;
 * **precision** = matching root-cause alerts / root-cause alerts; **recall** = truth entries
   matched / truth entries (1.0 when there is no truth and no alert; a control run's precision is
   0.0 as soon as it raises anything);
@@ -28,7 +29,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.kinds import FAULT_TO_INCIDENT, LINK_DOWN, LINK_FLAP, PFC_DEADLOCK
+from pipeline.kinds import (
+    FAULT_TO_INCIDENT,
+    LINK_DOWN,
+    LINK_FLAP,
+    PFC_DEADLOCK,
+    TOPOLOGY_MISMATCH,
+)
 
 GRACE_INTERVALS = 3.0
 #: an incident kind the platform may raise first and re-classify later → the kind it becomes
@@ -71,8 +78,9 @@ def names_target(alert: Mapping[str, Any], target: str) -> bool:
     entity = str(alert.get("entity", ""))
     if target == entity or target in alert.get("ports", ()):
         return True
-    # a deadlock's target is one link of its cycle, or the whole cycle comma-joined
-    return alert.get("kind") == PFC_DEADLOCK and bool(
+    # a deadlock's target is one link of its cycle, or the whole cycle comma-joined; a miswire
+    # is named by every link of it, comma-joined
+    return alert.get("kind") in (PFC_DEADLOCK, TOPOLOGY_MISMATCH) and bool(
         set(target.split(",")) & set(entity.split(",")))
 
 

@@ -142,6 +142,8 @@ def test_every_fault_kind_is_accepted_with_its_params() -> None:
         "pfc_deadlock": ("leaf1~spine1", {"cycle": ["leaf1~spine1", "leaf2~spine1",
                                                     "leaf2~spine2", "leaf1~spine2"]}),
         "link_down": ("leaf2~spine2", {}),
+        "miswired_cable": ("leaf1~spine1", {"swap_with": "leaf2~spine2"}),
+        "lldp_neighbor_drop": ("leaf2~spine1", {"side": "a"}),
     }
     assert set(examples) == set(FAULT_KINDS)
     faults = [{"kind": k, "target": t, "at_s": 5 + i, "until_s": 50, "params": p}

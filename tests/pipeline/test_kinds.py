@@ -7,7 +7,14 @@ import re
 from pathlib import Path
 
 from pipeline import kinds
-from pipeline.kinds import FAULT_KINDS, FAULT_TO_INCIDENT, INCIDENT_KINDS, SYMPTOMS
+from pipeline.kinds import (
+    FAULT_KINDS,
+    FAULT_TO_INCIDENT,
+    FORMAT_FAULT_KINDS,
+    INCIDENT_KINDS,
+    RUNBOOK_ACTION_NAMES,
+    SYMPTOMS,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("collectors", "detectors", "remediation", "ui", "rocewatch", "lab", "pipeline")
@@ -41,20 +48,30 @@ def test_the_checker_sees_a_spelled_kind(tmp_path: Path) -> None:
     assert literals(probe) == [(2, "faulty_link")]
 
 
+def _fault_table(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^\| `(\w+)` \|.*\| `(\w+)` on ", text, re.M))
+
+
 def test_every_fault_kind_of_the_format_maps_to_an_incident() -> None:
     readme = ROOT.parent / "shared" / "scenarios" / "README.md"
-    table = {}
+    # the lab's own kinds are documented in docs/lab.md, "Topology faults", in the same table
+    lab = (ROOT / "docs" / "lab.md").read_text()
+    own = _fault_table(lab[lab.index("### Topology faults"):])
+    assert own and set(own) == set(FAULT_KINDS) - set(FORMAT_FAULT_KINDS)
     if readme.exists():  # the shared guide beside the checkout: its fault table, row by row
-        for row in re.findall(r"^\| `(\w+)` \|.*\| `(\w+)` on ", readme.read_text(), re.M):
-            table[row[0]] = row[1]
-        assert table == FAULT_TO_INCIDENT
+        table = _fault_table(readme.read_text())
+        assert tuple(table) == FORMAT_FAULT_KINDS
+        assert {**table, **own} == FAULT_TO_INCIDENT
+    assert {k: FAULT_TO_INCIDENT[k] for k in own} == own
     assert set(FAULT_TO_INCIDENT.values()) <= set(INCIDENT_KINDS)
     assert tuple(FAULT_TO_INCIDENT) == FAULT_KINDS
 
 
 def test_each_name_is_one_constant() -> None:
     constants = {k: v for k, v in vars(kinds).items() if k.isupper() and isinstance(v, str)}
-    assert set(constants.values()) == NAMES
+    # runbook actions are named here too, but "drain" also means other things (a TE request, a
+    # command), so only the vocabularies above are checked for spellings elsewhere
+    assert set(constants.values()) == NAMES | set(RUNBOOK_ACTION_NAMES)
     # a fault and the incident it produces may share a spelling; nothing else may
     spelled: dict[str, list[str]] = {}
     for name, value in constants.items():

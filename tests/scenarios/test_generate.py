@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.scenario.load import load_scenario
-from pipeline.kinds import FAULT_KINDS
+from pipeline.kinds import FAULT_KINDS, TOPOLOGY_FAULTS
 from rocewatch.scenario.generate import generate, write
 
 
@@ -52,7 +52,9 @@ def test_two_tier_scenarios_of_existing_seeds_are_unchanged() -> None:
     import json
 
     docs = [generate(s, i) for s in (7, 11) for i in range(40)]
-    two = [d for d in docs if "zones" not in d["fabric"]]
+    # topology faults (drawn from a stream of their own, after the digest) are added beside
+    two = [{**d, "faults": [f for f in d["faults"] if f["kind"] not in TOPOLOGY_FAULTS]}
+           for d in docs if "zones" not in d["fabric"]]
     assert len(two) == 58
     digest = hashlib.sha256(json.dumps(two, sort_keys=True).encode()).hexdigest()
     assert digest == "54693fa5bd7a7ec47738a65a1ef5a373ac7e0eda17977527a1fb930caf45b05d"

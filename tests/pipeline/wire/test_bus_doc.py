@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from pipeline.metrics import CATALOG, Metric
 from pipeline.model import ActionResult, Alert
+from pipeline.topology.neighbors import LocalPort, NeighborReport, RemoteEnd
 from pipeline.wire import commands
 from pipeline.wire.deadletter import DeadLetter
 
@@ -72,7 +73,8 @@ def names(rows: list[list[str]]) -> set[str]:
 
 
 @pytest.mark.parametrize("heading, model", [
-    ("## Alerts", Alert), ("## Actions", ActionResult), ("## Dead letters", DeadLetter)])
+    ("## Alerts", Alert), ("## Actions", ActionResult), ("## Dead letters", DeadLetter),
+    ("## Neighbors", NeighborReport), ("Each port:", LocalPort), ("Each neighbour:", RemoteEnd)])
 def test_each_field_table_lists_the_model_fields(heading: str, model: type[BaseModel]) -> None:
     assert names(table_after(heading)) == set(model.model_fields)
 

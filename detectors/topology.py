@@ -1,0 +1,108 @@
+"""The fabric's topology kept current from LLDP, and ``topology_mismatch`` where it disagrees with
+the declared one.
+
+:class:`TopologyWatch` holds the latest neighbour report of every device (the neighbors topic,
+:mod:`pipeline.wire.neighbors`), discovers the topology they describe
+(:func:`pipeline.topology.discover.discover`) and compares their sightings with the declared
+topology (:func:`pipeline.topology.drift.compare`). Each disagreement is one root-cause incident,
+``topology_mismatch``, named by the link (a miswire that swaps several cables: by all of them,
+comma-joined), labelled with what kind of mismatch it is (``miswired``, ``missing``,
+``one_sided``, ``extra``), with every end involved among its ports and what each port saw in its
+annotations. A miswire is critical (routing, TE and fault isolation all work from the declared
+map); the others warn.
+
+Evidence before firing: a mismatch fires once a report newer than the one that first showed it,
+from a device of the mismatch, still shows it (a link that changes state between two devices'
+polls is not a miswire); it resolves on the first evaluation that no longer shows it. Time is
+event time, the reports' own. The comparison runs at most every ``every_s`` of event time (its
+cost is linear in the fabric's ports).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from detectors.lifecycle import AlertBook
+from pipeline.kinds import TOPOLOGY_MISMATCH
+from pipeline.model import Alert, Severity
+from pipeline.topology.discover import Discovery, Hints, discover, resolve
+from pipeline.topology.drift import MISWIRED, Mismatch, compare
+from pipeline.topology.model import Port, Topology
+from pipeline.topology.neighbors import NeighborReport
+
+#: who speaks on the alerts topic for the topology
+SOURCE = "topology"
+
+
+class TopologyWatch:
+    def __init__(self, declared: Topology | None, every_s: float = 10.0,
+                 update_every_s: float = 10.0, hints: Hints | None = None) -> None:
+        self.declared = declared
+        self.every_ns = int(every_s * 1e9)
+        self.hints = hints or Hints()
+        self.book = AlertBook(update_every_s)
+        self.latest: dict[str, NeighborReport] = {}
+        self.now_ns = 0
+        self._judged_ns = -1
+        self._first: dict[tuple[str, str], int] = {}   # mismatch -> newest report it was seen in
+        self.mismatches: list[Mismatch] = []
+        self.evaluations = 0
+
+    def observe(self, reports: Iterable[NeighborReport]) -> list[Alert]:
+        """Take reports; returns the alert state changes (firing, updated, resolved)."""
+        for r in reports:
+            have = self.latest.get(r.device)
+            if have is None or r.ts_ns >= have.ts_ns:
+                self.latest[r.device] = r
+            self.now_ns = max(self.now_ns, r.ts_ns)
+        if self.declared is None or not self.latest:
+            return []
+        if self._judged_ns >= 0 and self.now_ns - self._judged_ns < self.every_ns:
+            return []
+        self._judged_ns = self.now_ns
+        self.evaluations += 1
+        self.mismatches = compare(self.declared, resolve(self.latest.values()))
+        current = []
+        seen: set[tuple[str, str]] = set()
+        for m in self.mismatches:
+            key = (m.kind, m.entity)
+            seen.add(key)
+            newest = max((self.latest[p.device].ts_ns for p in _devices(m)
+                          if p.device in self.latest), default=self.now_ns)
+            first = self._first.setdefault(key, newest)
+            if newest > first or key in self._firing:
+                current.append(self._alert(m))
+        for key in [k for k in self._first if k not in seen]:
+            del self._first[key]
+        changes = self.book.reconcile(current, self.now_ns)
+        return changes
+
+    @property
+    def _firing(self) -> set[tuple[str, str]]:
+        return {(a.labels.get("mismatch", ""), a.entity) for a in self.book.active()}
+
+    def discovered(self) -> Discovery:
+        """The topology the latest reports describe."""
+        return discover(self.latest.values(), self.hints)
+
+    def _alert(self, m: Mismatch) -> Alert:
+        return Alert(
+            name=TOPOLOGY_MISMATCH, entity=m.entity,
+            severity=Severity.CRITICAL if m.kind == MISWIRED else Severity.WARNING,
+            labels={"mismatch": m.kind},
+            annotations={"summary": m.summary, "seen": "; ".join(m.seen),
+                         "links": ",".join(m.links)},
+            evidence={"links": float(len(m.links)), "ports": float(len(m.ports)),
+                      "reports": float(len(self.latest))},
+            ports=m.ports, root_cause=True, starts_ns=self.now_ns, updated_ns=self.now_ns,
+            source=SOURCE)
+
+    def health(self) -> dict[str, Any]:
+        return {"devices_reporting": len(self.latest), "evaluations": self.evaluations,
+                "mismatches": len(self.mismatches), "now_ns": self.now_ns,
+                "declared": self.declared is not None}
+
+
+def _devices(m: Mismatch) -> list[Port]:
+    return [Port.parse(p) for p in m.ports]

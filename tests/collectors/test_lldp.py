@@ -1,0 +1,120 @@
+"""The collectors read LLDP: over gNMI in every dialect the lab speaks (OpenConfig, Arista EOS,
+SONiC's APPL_DB) and over SNMP (LLDP-MIB), once (``collectors.neighbors``) and on their own
+schedule inside the running collectors, into reports the topology is built from."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from collectors.gnmi.collector import GnmiCollector, GnmiOptions
+from collectors.neighbors import read_all
+from collectors.snmp.collector import SnmpCollector, SnmpOptions
+from lab.lldp import chassis_mac, port_alias
+from lab.runtime import Lab
+from lab.scenario.load import parse_scenario
+from pipeline.inventory import from_lab
+from pipeline.topology.discover import discover, resolve
+from pipeline.topology.neighbors import NeighborReport
+from tests.collectors.conftest import Running, wait_until
+from tests.lab.conftest import MIXED
+
+#: spine1 openconfig, spine2 SNMP, leaf1 arista, leaf2 SNMP, leaf3 sonic, leaf4 SNMP
+SOURCES = {"spine1": "gnmi/openconfig", "leaf1": "gnmi/openconfig", "leaf3": "gnmi/sonic",
+           "spine2": "snmp", "leaf2": "snmp", "leaf4": "snmp"}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    running = Lab(parse_scenario(MIXED), speed=20.0, out_dir=tmp_path_factory.mktemp("lldp"))
+    running.start()
+    try:
+        assert running.wait_until(1.0, timeout=60)
+        yield running
+    finally:
+        running.stop()
+
+
+def _far(report: NeighborReport) -> dict[str, tuple[str, str]]:
+    return {p.name: (p.neighbors[0].system_name, p.neighbors[0].port_id)
+            for p in report.ports if p.neighbors}
+
+
+def test_every_dialect_reports_what_the_cables_say(lab: Lab) -> None:
+    inventory, env = from_lab(lab.agents())
+    read = read_all(inventory.targets, env)
+    assert read.failed == {}
+    by_device = {r.device: r for r in read.reports}
+    assert {d: r.source for d, r in by_device.items()} == SOURCES
+    topo = lab.topology
+    w = lab.wiring
+    for device, report in by_device.items():
+        assert report.chassis_id == chassis_mac(w.device_index(device))
+        assert report.system_name == device
+        assert {p.name for p in report.ports} == {p.name for p in topo.ports(device)}
+        assert all(p.oper_up is True and p.speed_bps == 400e9 for p in report.ports)
+        for port, (system, _pid) in _far(report).items():
+            peer = topo.peer(next(p for p in topo.ports(device) if p.name == port))
+            want = peer.device if peer is not None else topo.entity_of(
+                next(p for p in topo.ports(device) if p.name == port))
+            assert system == want, (device, port)
+    # SONiC says the alias it sends on each port; its neighbours see that alias
+    leaf3 = {p.name: p.port_id for p in by_device["leaf3"].ports}
+    assert leaf3["Ethernet3"] == port_alias("Ethernet3")
+    assert _far(by_device["spine1"])["Ethernet3"] == ("leaf3", port_alias("Ethernet3"))
+    # every far end resolves to the declared port, hosts included
+    sightings = resolve(read.reports).sightings
+    for link in topo.links:
+        assert sightings[link.a].far == link.b and sightings[link.b].far == link.a
+    assert discover(read.reports).topology.to_json() == topo.to_json()
+
+
+def test_the_running_collectors_report_on_their_own_schedule(lab: Lab) -> None:
+    got: list[NeighborReport] = []
+    lock = threading.Lock()
+
+    def take(report: NeighborReport) -> None:
+        with lock:
+            got.append(report)
+
+    agents = str(lab.out_dir / "agents.json")
+    # LLDP every 2 simulated seconds: 0.1 s of wall time at speed 20
+    gnmi = GnmiCollector("lab", GnmiOptions(agents=agents, lldp_interval_s=2), emit=lambda b: None)
+    snmp = SnmpCollector("lab", SnmpOptions(agents=agents, lldp_interval_s=2),
+                         emit=lambda b: None)
+    for c in (gnmi, snmp):
+        c.emit_neighbors = take
+    with Running(gnmi), Running(snmp):
+        def twice_each() -> bool:
+            with lock:
+                counts = {d: sum(r.device == d for r in got) for d in SOURCES}
+            return min(counts.values()) >= 2
+        wait_until(twice_each, "two LLDP reports from every switch", timeout=60)
+    with lock:
+        reports = list(got)
+    for device in SOURCES:
+        times = [r.ts_ns for r in reports if r.device == device]
+        assert times == sorted(times) and times[0] < times[-1]    # the device's own clock
+    health: dict[str, Any] = gnmi.health()["lldp"]
+    assert health["targets"] == 3 and health["reports"] >= 6 and health["failing"] == []
+    assert snmp.health()["lldp"]["reports"] >= 6
+
+
+def test_no_reader_runs_when_nothing_listens(lab: Lab) -> None:
+    agents = str(lab.out_dir / "agents.json")
+    gnmi = GnmiCollector("quiet", GnmiOptions(agents=agents, lldp_interval_s=1),
+                         emit=lambda b: None)
+    with Running(gnmi):
+        wait_until(lambda: gnmi.health()["targets_up"] == 3, "the sessions", timeout=30)
+    assert gnmi.health()["lldp"]["reports"] == 0
+
+
+def test_an_unreachable_target_is_named_and_the_others_read(lab: Lab) -> None:
+    inventory, env = from_lab(lab.agents())
+    dead = inventory.targets[0].model_copy(update={"name": "gone", "address": "127.0.0.1:9"})
+    read = read_all([*inventory.targets, dead], env, timeout_s=2.0)
+    assert set(read.failed) == {"gone"}
+    assert len(read.reports) == len(inventory.targets)
