@@ -13,40 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pipeline.entities import entity_kind
 from pipeline.errors import ConfigError
 from pipeline.topology.model import Port, Topology
-from pipeline.topology.names import HOST, parse_name
 from ui.query.alerts import severity_rank
 from ui.query.latest import LatestRow
 from ui.query.views import (
     LEVELS,
     AlertView,
     Drained,
-    EntityKind,
     EntityStatus,
     Level,
     Utilisation,
 )
-
-
-def entity_kind(entity: str, topology: Topology | None) -> EntityKind:
-    if topology is not None:
-        if entity in topology.link_by_id:
-            return "link"
-        if entity in topology.host_by_name:
-            return "host"
-        if entity in topology.switches:
-            return "switch"
-    if "~" in entity:
-        return "link"
-    if ":" in entity:
-        return "port"
-    parsed = parse_name(entity)
-    if parsed is not None:
-        return "host" if parsed.role == HOST else "switch"
-    if entity.startswith(("tor", "super")):
-        return "switch"
-    return "other"
 
 
 def touched(alert: AlertView, topology: Topology | None,

@@ -10,8 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.entities import EntityKind
+
 Level = Literal["critical", "warning", "info", "ok", "nodata"]
-EntityKind = Literal["link", "host", "switch", "port", "other"]
 
 #: worst first; the order colours and sorts everything
 LEVELS: tuple[Level, ...] = ("critical", "warning", "info", "nodata", "ok")
