@@ -30,6 +30,7 @@ import httpx
 from pipeline.errors import LabError
 from rocewatch.app import ALL_ROLES, Platform
 from rocewatch.settings import Settings, load_settings
+from ui.api.access import TokenEntry, mint, token_hash
 from ui.dashboard.launch import DashboardOptions, command, environment
 
 log = logging.getLogger("rocewatch.up")
@@ -105,6 +106,27 @@ def platform_settings(base: Settings, workdir: Path, agents_path: Path, agents: 
     return Settings.model_validate(data)
 
 
+#: the identity of the token ``rocewatch up`` mints for its own dashboard
+SESSION_IDENTITY = "rocewatch-up"
+
+
+def with_session_token(settings: Settings) -> tuple[Settings, str]:
+    """When the config names no token at all, an admin token for this run only: the API honours
+    it (its hash is added to ``access.tokens``) and the dashboard signs in with it, so the person
+    at the demo can give commands; the audit trail records ``rocewatch-up`` as the actor. A config
+    that names tokens is left alone (its holders sign in themselves). Returns the settings and
+    the identity signed in ("" when none was minted)."""
+    access = settings.access
+    if access.tokens or access.tokens_file or settings.api.token.get_secret_value():
+        return settings, ""
+    secret = mint()
+    entry = TokenEntry(name=SESSION_IDENTITY, role="admin", sha256=token_hash(secret))
+    data = settings.model_dump(mode="python", by_alias=True)
+    data["access"]["tokens"] = [entry.model_dump()]
+    data["api"]["token"] = secret
+    return Settings.model_validate(data), SESSION_IDENTITY
+
+
 @click.command()
 @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False),
               envvar="ROCEWATCH_CONFIG", help="YAML config to start from (optional).")
@@ -149,6 +171,7 @@ def up(config_path: str | None, scenario: Path, speed: float, workdir: Path, api
             stdout=(workdir / "lab.log").open("wb"), stderr=subprocess.STDOUT)
         agents = _wait_for(agents_path, lab_proc, timeout=120)
         settings = platform_settings(base, workdir, agents_path, agents, api_port)
+        settings, signed_in = with_session_token(settings)
         platform = Platform(settings, ALL_ROLES)
         platform.start()
         api_url = f"http://127.0.0.1:{api_port}"
@@ -162,6 +185,8 @@ def up(config_path: str | None, scenario: Path, speed: float, workdir: Path, api
         click.echo("rocewatch is up")
         if not no_dashboard:
             click.echo(f"  dashboard       http://127.0.0.1:{dashboard_port}/")
+            if signed_in:
+                click.echo(f"                  signed in as {signed_in} (admin, this run only)")
         click.echo(f"  API             {api_url}/docs")
         if agents.get("te_controller"):
             click.echo(f"  TE controller   {agents['te_controller']}/v1/state")
