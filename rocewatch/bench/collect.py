@@ -40,6 +40,7 @@ from collectors.profile import GnmiProfile, SnmpProfile, load_profile
 from pipeline.model import SampleBatch
 from rocewatch.bench.peers import REPLAY_CHILD, child, in_netns, lab_process, snmpd
 from rocewatch.bench.scale import scale, snmp_scale
+from rocewatch.bench.side_by_side import side_by_side
 
 
 def cpu_seconds() -> float:
@@ -180,7 +181,7 @@ async def _poll_back_to_back(ports: list[int], pollers: int,
 @click.command()
 @click.option("--part", "parts", multiple=True,
               type=click.Choice(["gnmi-recorded", "gnmi-live", "gnmi-replay", "gnmi-scale",
-                                 "snmp", "snmp-scale"]),
+                                 "snmp", "snmp-scale", "peer"]),
               help="What to measure (repeatable; default: all).")
 @click.option("--seconds", default=10.0, show_default=True, help="Measurement time per part.")
 @click.option("--speed", default=20.0, show_default=True, help="Lab speed for gNMI parts.")
@@ -203,16 +204,24 @@ async def _poll_back_to_back(ports: list[int], pollers: int,
               help="Sample interval (s) the gnmi-scale targets stream at (snmp-scale: poll).")
 @click.option("--snmp-scale-targets", default="100,500,1000", show_default=True,
               help="Target counts of the snmp-scale curve (comma-separated).")
+@click.option("--peer-command",
+              help="peer part: another collector's command run beside ours against the same "
+                   "lab switches ({addresses}, {targets_file}, {username}, {password}, "
+                   "{interval} filled in); skipped when its program is not on PATH.")
+@click.option("--compare-tree", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="gnmi-scale: also measure the collector of this checkout (e.g. `git archive "
+                   "REV | tar -x -C DIR`) at each count, in the same run.")
 @click.option("--profile", "profile_out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a cProfile of the recorded-decode part here.")
 def collect(parts: tuple[str, ...], seconds: float, speed: float, spines: int, leaves: int,
             hosts_per_leaf: int,
             recordings: Path | None, save_recordings: Path | None, snmp_pairs: int,
             snmp_agents: int, snmp_pollers: int, scale_targets: str, scale_interval: float,
-            snmp_scale_targets: str, profile_out: Path | None) -> None:
+            snmp_scale_targets: str, peer_command: str | None, compare_tree: Path | None,
+            profile_out: Path | None) -> None:
     """Decoded gNMI updates/s per core (recorded and live) and SNMP varbinds/s."""
     parts = parts or ("gnmi-recorded", "gnmi-live", "gnmi-replay", "gnmi-scale", "snmp",
-                      "snmp-scale")
+                      "snmp-scale", "peer")
     click.echo(f"rocewatch bench collect: {platform.python_implementation()} "
                f"{platform.python_version()}, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="rw-bench-") as tmp:
@@ -229,12 +238,14 @@ def collect(parts: tuple[str, ...], seconds: float, speed: float, spines: int, l
             saved = save_recordings or work / "recordings"
             scale(work, [saved / f"{r.profile}.gnmirec" for r in recs],
                   [int(n) for n in scale_targets.split(",") if n.strip()], scale_interval,
-                  max(seconds, 3 * scale_interval))
+                  max(seconds, 3 * scale_interval), compare_tree)
         if "snmp" in parts:
             _snmp(work, seconds, snmp_pairs, snmp_agents, snmp_pollers)
         if "snmp-scale" in parts:
             snmp_scale(work, [int(n) for n in snmp_scale_targets.split(",") if n.strip()],
                        scale_interval, max(seconds, 3 * scale_interval), snmp_agents)
+        if "peer" in parts:
+            side_by_side(work, peer_command, seconds, speed, spines, leaves, hosts_per_leaf)
 
 
 def _recordings(work: Path, speed: float, recordings: Path | None,

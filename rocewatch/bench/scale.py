@@ -35,6 +35,8 @@ import click
 from rocewatch.bench.peers import PACED_CHILD, Peer
 
 COLLECTOR_CHILD = "from rocewatch.bench.scale import child_main; child_main()"
+#: a checkout whose ``collectors`` and ``pipeline`` the collector child imports instead of ours
+TREE_ENV = "ROCEWATCH_BENCH_COLLECTOR_TREE"
 
 
 # -- the collector child ----------------------------------------------------------------------
@@ -117,6 +119,9 @@ def child_main() -> None:
     """The measuring collector: ``kind targets-file interval-s window-s`` on the command line."""
     kind, targets_file = sys.argv[1], sys.argv[2]
     interval_s, window_s = float(sys.argv[3]), float(sys.argv[4])
+    tree = os.environ.get(TREE_ENV)
+    if tree:  # another checkout's collector (and the pipeline it stands on), not this one's
+        sys.path.insert(0, tree)
     interval_ns = int(interval_s * 1e9)
     tally = _Tally()
     rss0 = _trimmed_rss()
@@ -191,19 +196,34 @@ def child_main() -> None:
 
 
 def scale(work: Path, recordings: list[Path], counts: list[int], interval_s: float,
-          window_s: float) -> None:
-    """Print the curve (one row per target count) and the reconnect of each count."""
+          window_s: float, compare_tree: Path | None = None) -> None:
+    """Print the curve (one row per target count) and the reconnect of each count; with
+    ``compare_tree``, a second row per count for that checkout's collector, measured next."""
     os.environ.setdefault("ROCEWATCH_BENCH_USER", "bench")
     os.environ.setdefault("ROCEWATCH_BENCH_PASSWORD", "bench")
     click.echo(f"\ngNMI targets per collector process: recorded lab leaves ({len(recordings)} "
                f"dialects) served on a {interval_s:g} s schedule by paced replay targets (another "
                f"process); the collector in a process of its own, measuring itself over "
                f"{window_s:g} s:")
-    click.echo(f"  {'targets':>7}{'up':>6}{'connect s':>10}{'cores':>7}{'samples/s':>11}"
-               f"{'RSS MiB':>9}{'KiB/target':>15}{'threads':>8}{'lag p50/p99 s':>15}"
-               f"{'gaps':>9}   reconnect of all: back in s, connects span s / max per 100 ms,"
-               f" gaps; replay CPU s")
+    click.echo(f"  {'tree':<7}{'targets':>7}{'up':>6}{'connect s':>10}{'cores':>7}"
+               f"{'samples/s':>11}{'RSS MiB':>9}{'KiB/target':>15}{'threads':>8}"
+               f"{'lag p50/p99 s':>15}{'gaps':>9}   reconnect of all: back in s, connects span "
+               f"s / max per 100 ms, gaps; replay CPU s")
+    trees: list[tuple[str, Path | None]] = [("this", None)]
+    if compare_tree is not None:
+        trees.append(("other", compare_tree))
     for count in counts:
+        for label, tree in trees:
+            click.echo(f"  {label:<7}" + _scale_row(work, recordings, count, interval_s,
+                                                    window_s, tree))
+
+
+def _scale_row(work: Path, recordings: list[Path], count: int, interval_s: float,
+               window_s: float, tree: Path | None) -> str:
+    env_before = os.environ.pop(TREE_ENV, None)
+    if tree is not None:
+        os.environ[TREE_ENV] = str(tree.resolve())
+    try:
         with Peer(PACED_CHILD, str(count), str(interval_s), *map(str, recordings)) as replay:
             inventory = work / f"scale-{count}.yaml"
             inventory.write_text(json.dumps({"format": 1, "targets": [
@@ -219,17 +239,21 @@ def scale(work: Path, recordings: list[Path], counts: list[int], interval_s: flo
                 back = coll.read()
                 served = replay.ask("arrivals")
                 arrivals = sorted(served["arrivals"])
-        span = arrivals[-1] - arrivals[0] if arrivals else 0.0
-        peak = max((sum(1 for b in arrivals if a <= b < a + 0.1) for a in arrivals), default=0)
-        lag = (f"{r['lag_p50_s']:.2f}/{r['lag_p99_s']:.2f}" if r["lag_p50_s"] is not None
-               else "-")
-        back_s = f"{back['back_s']:.1f}" if back["back_s"] is not None else "never"
-        click.echo(f"  {r['targets']:>7}{r['up']:>6}{r['connect_s']:>10.1f}{r['cores']:>7.2f}"
-                   f"{r['samples_per_s']:>11,.0f}{r['rss_kib'] / 1024:>9.0f}"
-                   f"{r['rss_per_target_kib']:>9.0f}/{r['trimmed_per_target_kib']:<5.0f}"
-                   f"{r['threads']:>8}{lag:>15}"
-                   f"{r['gaps']:>5}/{r['intervals']:<5}  {back_s:>6}, {span:.1f} / {peak}, "
-                   f"{back['gaps']}; {served['cpu_s']:.0f}")
+    finally:
+        os.environ.pop(TREE_ENV, None)
+        if env_before is not None:
+            os.environ[TREE_ENV] = env_before
+    span = arrivals[-1] - arrivals[0] if arrivals else 0.0
+    peak = max((sum(1 for b in arrivals if a <= b < a + 0.1) for a in arrivals), default=0)
+    lag = (f"{r['lag_p50_s']:.2f}/{r['lag_p99_s']:.2f}" if r["lag_p50_s"] is not None
+           else "-")
+    back_s = f"{back['back_s']:.1f}" if back["back_s"] is not None else "never"
+    return (f"{r['targets']:>7}{r['up']:>6}{r['connect_s']:>10.1f}{r['cores']:>7.2f}"
+            f"{r['samples_per_s']:>11,.0f}{r['rss_kib'] / 1024:>9.0f}"
+            f"{r['rss_per_target_kib']:>9.0f}/{r['trimmed_per_target_kib']:<5.0f}"
+            f"{r['threads']:>8}{lag:>15}"
+            f"{r['gaps']:>5}/{r['intervals']:<5}  {back_s:>6}, {span:.1f} / {peak}, "
+            f"{back['gaps']}; {served['cpu_s']:.0f}")
 
 
 def snmp_scale(work: Path, counts: list[int], interval_s: float, window_s: float,
