@@ -176,6 +176,21 @@ class IngestSettings(Strict):
     max_ahead_s: Duration = Field(300.0, gt=0)
 
 
+class CoordinationSettings(Strict):
+    """ZooKeeper, through which the processes of one role share work (:mod:`pipeline.cluster`):
+    the leader that runs the ingest role's store jobs, the collectors' targets. Empty
+    ``zookeeper``: no coordination (every ingest process runs the jobs, ``shard: i/n`` is
+    static)."""
+
+    #: ``host:port,...`` of the ZooKeeper ensemble ("" = none)
+    zookeeper: str = ""
+    #: the znode under which this deployment's groups live (one per deployment)
+    root: str = Field("/rocewatch", pattern=r"^(/[A-Za-z0-9_.-]+)+$")
+    #: how long a process that vanished keeps its share (ZooKeeper's session timeout; the
+    #: ensemble bounds it, 2-20 s by default)
+    session_timeout_s: Duration = Field(6.0, ge=1)
+
+
 class ApiSettings(Strict):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)

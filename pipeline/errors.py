@@ -58,6 +58,10 @@ class StoreError(RocewatchError):
     """The store failed a statement or cannot be reached."""
 
 
+class CoordinationError(RocewatchError):
+    """ZooKeeper, through which the processes of a role share work, cannot be reached."""
+
+
 class CollectorError(RocewatchError):
     """A collector could not talk to a target."""
 

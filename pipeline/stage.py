@@ -23,6 +23,7 @@ from pipeline.bus.base import Bus, Topics
 from pipeline.config import (
     ApiSettings,
     BusSettings,
+    CoordinationSettings,
     DashboardSettings,
     IngestSettings,
     StoreSettings,
@@ -50,6 +51,9 @@ class CoreSettings(Protocol):
 
     @property
     def ingest(self) -> IngestSettings: ...
+
+    @property
+    def coordination(self) -> CoordinationSettings: ...
 
     @property
     def api(self) -> ApiSettings: ...

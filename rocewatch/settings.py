@@ -30,6 +30,7 @@ from detectors.settings import DetectionSettings
 from pipeline.config import (
     ApiSettings,
     BusSettings,
+    CoordinationSettings,
     DashboardSettings,
     IngestSettings,
     MetricsSettings,
@@ -58,6 +59,7 @@ class Settings(Strict):
     bus: BusSettings = BusSettings()
     store: StoreSettings = StoreSettings()
     ingest: IngestSettings = IngestSettings()
+    coordination: CoordinationSettings = CoordinationSettings()
     metrics: MetricsSettings = MetricsSettings()
     api: ApiSettings = ApiSettings()
     dashboard: DashboardSettings = DashboardSettings()

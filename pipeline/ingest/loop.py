@@ -21,7 +21,8 @@ The neighbors topic is read in the same group: the devices' LLDP reports become 
 store records (:mod:`pipeline.ingest.neighbors`).
 
 The role also runs the store's scheduled jobs: retention where the engine has no TTL, and the
-rollup job (:mod:`pipeline.store.rollup.job`).
+rollup job (:mod:`pipeline.store.rollup.job`); with ``coordination`` configured, only in the
+ingest process that holds their lease (:mod:`pipeline.cluster.lease`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ from pipeline.model import ActionResult, Alert, SampleBatch
 from pipeline.retry import REPOLL, Backoff, RetryPolicy
 from pipeline.stage import CoreSettings, StageContext
 from pipeline.store.base import Store
+from pipeline.store.retention import RetentionJob
 from pipeline.store.rollup.clock import PartitionClock
+from pipeline.store.rollup.job import RollupJob
 from pipeline.topology.neighbors import NeighborChange
 from pipeline.wire.actions import decode_actions
 from pipeline.wire.alerts import decode_alerts
@@ -350,9 +353,6 @@ def run(ctx: StageContext[CoreSettings], stop: threading.Event) -> None:
     """The ingest role's loop (it reads the ``store`` and ``ingest`` sections)."""
     if ctx.store is None:
         raise StoreError("the ingest role needs a store")
-    from pipeline.store.retention import RetentionJob
-    from pipeline.store.rollup.job import RollupJob
-
     window = ctx.settings.ingest
     ingest = Ingest(ctx.bus, ctx.store, ctx.topics, window=TimeWindow(
         window.max_past_s, window.max_ahead_s, retention_days=ctx.settings.store.retention_days),
@@ -365,10 +365,36 @@ def run(ctx: StageContext[CoreSettings], stop: threading.Event) -> None:
     ctx.health["rollup"] = lambda: asdict(rollups.stats)
     watch(ctx.metrics, lambda: asdict(ingest.stats), lambda: ingest.letters.stats,
           lambda: rollups.stats)
-    retention.start()
-    rollups.start()
+    jobs = _StoreJobs(retention, rollups)
+    lease = None
+    if ctx.settings.coordination.zookeeper:
+        # several ingest processes: the jobs run in one of them, the lease's holder
+        from pipeline.cluster.lease import Lease
+
+        lease = Lease(ctx.settings.coordination, ctx.settings.site, "ingest-jobs", jobs.start,
+                      jobs.stop, ctx.metrics).begin()
+        ctx.health["lease"] = lease.health
+    else:
+        jobs.start()
     try:
         ingest.run(stop)
     finally:
-        rollups.stop()
-        retention.stop()
+        if lease is not None:
+            lease.close()
+        jobs.stop()
+
+
+@dataclass
+class _StoreJobs:
+    """The store's scheduled jobs the ingest role runs, started and stopped together."""
+
+    retention: RetentionJob
+    rollups: RollupJob
+
+    def start(self) -> None:
+        self.retention.start()
+        self.rollups.start()
+
+    def stop(self) -> None:
+        self.rollups.stop()
+        self.retention.stop()
