@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "collect": "rocewatch.bench.collect:collect",
     "dashboard": "rocewatch.bench.dashboard:dashboard",
     "detect": "rocewatch.bench.detect:detect",
+    "fabric": "rocewatch.bench.fabric:fabric",
     "lab": "rocewatch.cli.lab:bench",
     "query": "rocewatch.bench.query:query",
     "remediate": "rocewatch.bench.remediate:remediate",
