@@ -6,7 +6,9 @@ goes to the samples topic keyed by device (so one device's samples stay in order
 neighbour reports to the neighbors topic, keyed the same way. An instance
 that crashes is rebuilt and restarted by :class:`~pipeline.supervisor.Supervisor`, alone: the
 others keep collecting. Instances that name a ``metrics_listen`` address share one Prometheus
-endpoint per address.
+endpoint per address. With ``coordination`` configured, an instance without a static ``shard``
+shares its targets with the same instance of the other collect processes
+(:mod:`collectors.assignment`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import logging
 import threading
 from typing import Any, Protocol
 
+from collectors.assignment import Assigned, assigned
 from collectors.base import Collector
 from collectors.exposition import HealthEndpoint, watch
 from pipeline.bus.base import Producer, Topics
-from pipeline.config import PluginSpec
+from pipeline.config import CoordinationSettings, PluginSpec
 from pipeline.model import SampleBatch
 from pipeline.registry import Registry
 from pipeline.retry import RetryPolicy
@@ -71,14 +74,16 @@ class Supervised:
     spec that cannot be built now is a crash like any other, retried under the same policy)."""
 
     def __init__(self, spec: PluginSpec, where: str, registry: Registry[Collector],
-                 emit: Publisher, policy: RetryPolicy = RESTART) -> None:
+                 emit: Publisher, policy: RetryPolicy = RESTART,
+                 coordination: CoordinationSettings | None = None, site: str = "") -> None:
         self.spec = spec
         self.where = where
         self.registry = registry
         self.emit = emit
         self.policy = policy
-        self.collector: Collector = registry.build(spec, where, emit=emit)
-        self.collector.emit_neighbors = emit.neighbors
+        self.coordination = coordination
+        self.site = site
+        self.collector: Collector = self._build()
         self._built_for_run = True
         self.supervisor: Supervisor | None = None
 
@@ -90,10 +95,19 @@ class Supervised:
 
     def _run(self, stop: threading.Event) -> None:
         if not self._built_for_run:
-            self.collector = self.registry.build(self.spec, self.where, emit=self.emit)
-            self.collector.emit_neighbors = self.emit.neighbors
+            self.collector = self._build()
         self._built_for_run = False
         self.collector.run(stop)
+
+    def _build(self) -> Collector:
+        """The instance, or with coordination its shard of the targets shared with the other
+        collect processes (:mod:`collectors.assignment`)."""
+        if self.coordination is not None and assigned(self.spec, self.coordination):
+            return Assigned(self.spec, self.where, self.registry, self.coordination, self.site,
+                            emit=self.emit, emit_neighbors=self.emit.neighbors)
+        collector = self.registry.build(self.spec, self.where, emit=self.emit)
+        collector.emit_neighbors = self.emit.neighbors
+        return collector
 
     def join(self, timeout: float) -> bool:
         """True once the instance has stopped (or never started)."""
@@ -114,7 +128,8 @@ def run(ctx: StageContext[WithCollectors], stop: threading.Event) -> None:
     registry: Registry[Collector] = Registry("rocewatch.collectors")
     producer = ctx.bus.producer()
     publisher = Publisher(producer, ctx.topics)
-    running = [Supervised(spec, f"collectors[{i}]", registry, publisher)
+    running = [Supervised(spec, f"collectors[{i}]", registry, publisher,
+                          coordination=ctx.settings.coordination, site=ctx.settings.site)
                for i, spec in enumerate(specs)]
     endpoints: list[HealthEndpoint] = []
     # the instances stop on their own event: leaving this loop early (an endpoint that cannot
