@@ -140,9 +140,9 @@ def test_a_killed_collectors_targets_move_to_the_others(roles: Deployment, lab: 
           f"{len(moved)} targets: every target collected again, once, {handed_over:.1f}s later "
           f"({handed_over / INTERVAL_S:.1f} intervals; ZooKeeper session "
           f"{roles.coordination['session_timeout_s']}s); polled twice after the kill: "
-          f"{max(twice.values(), default=0.0):.1f}s at most ({len(twice)} targets); over the whole "
-          f"run, the joins included: {max(joining.values(), default=0.0):.1f}s at most ({len(joining)} "
-          f"targets)")
+          f"{max(twice.values(), default=0.0):.1f}s at most ({len(twice)} targets); "
+          f"over the whole run, the joins included: "
+          f"{max(joining.values(), default=0.0):.1f}s at most ({len(joining)} targets)")
     survivors = {p.pid for p in procs if p.alive}
     assert victim.pid not in survivors and len(survivors) == 2
     assert set(after) == targets
