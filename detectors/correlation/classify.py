@@ -15,8 +15,9 @@ a host port at line rate with demand far   ``incast`` on the host (many senders,
 above it (``egress_oversubscribed``)
 a switch pausing with no overload or ECN   ``buffer_misconfig`` on the switch (XOFF set too
 (``pause_without_load``)                   low: PFC fires before any real congestion or ECN)
-a leaf whose ECMP group is uneven          ``ecmp_imbalance`` on the leaf (hash collision:
-(``uplink_imbalance``)                     its hot uplink's congestion is explained)
+a leaf (or a spine, over its aggregation   ``ecmp_imbalance`` on the switch (hash collision:
+uplinks) whose ECMP group is uneven        its hot uplink's congestion is explained)
+(``uplink_imbalance``)
 a set of ports waiting on each other with  ``pfc_deadlock`` on the links of the cycle
 no way out, every one stuck
 =========================================  ===================================================
@@ -61,7 +62,7 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
         if not here:
             continue
         by_name = {a.name: a for a in here}
-        tree = _ports(graph.ancestors([host_node(host.name), label]) | {label}, topology)
+        tree = _ports(graph, graph.ancestors([host_node(host.name), label]) | {label}, topology)
         if PFC_WATCHDOG in by_name:
             a = by_name[PFC_WATCHDOG]
             stuck = min(1.0, a.evidence.get("pause_share", 1.0)) * \
@@ -182,18 +183,21 @@ def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
                 continue  # its pauses pass on congestion seen on its own egress
             misconfig.setdefault(device, []).append(alert)
         elif alert.name == UPLINK_IMBALANCE:
-            uplinks = [str(p) for p in topology.ports(device)
-                       if topology.peer(p) is not None]
-            peers = [str(topology.peer(Port.parse(p))) for p in uplinks]
-            tree = _ports(graph.ancestors(uplinks), topology) | set(uplinks) | set(peers) | {device}
+            group = topology.up_links(device)  # a leaf's to its spines, a spine's to the aggs
+            uplinks = [str(ln.a if ln.a.device == device else ln.b) for ln in group]
+            peers = [str(ln.b if ln.a.device == device else ln.a) for ln in group]
+            tree = _ports(graph, graph.ancestors(uplinks), topology)
+            tree |= set(uplinks) | set(peers) | {device}
             spread = min(1.0, (alert.evidence.get("imbalance", 1.0) - 1.0) / 2.0)
             out.append(Finding(ECMP_IMBALANCE, device, tuple(alert.ports), [alert],
                                Severity.WARNING, 0.5 + 0.5 * spread,
                                dict(alert.evidence), tree,
-                               f"{device}'s flows crowd onto few of its uplinks"))
+                               f"{device}'s flows crowd onto few of its uplinks"
+                               + (" to the aggregation tier" if device in topology.spines
+                                  else "")))
     for device, alerts in misconfig.items():
         ports = [str(p) for p in topology.ports(device)]
-        tree = _ports(graph.ancestors([device_node(device), *ports]), topology)
+        tree = _ports(graph, graph.ancestors([device_node(device), *ports]), topology)
         tree |= set(ports) | {device}
         evidence = {k: v for a in reversed(alerts) for k, v in a.evidence.items()}
         configured = alerts[0].name == BUFFER_CONFIG_DIFF
@@ -215,7 +219,7 @@ def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
         links = sorted({topology.entity_of(Port.parse(p)) for p in ports})
         if len(links) < 2:
             continue
-        tree = _ports(graph.ancestors(cycle), topology) | set(ports)
+        tree = _ports(graph, graph.ancestors(cycle), topology) | set(ports)
         out.append(Finding(PFC_DEADLOCK, ",".join(links), tuple(ports),
                            [held[p] for p in ports], Severity.CRITICAL, 1.0,
                            {"ports": float(len(ports)), "links": float(len(links))}, tree,
@@ -241,9 +245,10 @@ def _cycles(graph: PauseGraph, held: dict[str, Alert]) -> list[set[str]]:
     return [c for c in strongly_connected(sub) if len(c) >= 2]
 
 
-def _ports(nodes: set[str], topology: Topology) -> set[str]:
-    """Graph nodes as the labels symptoms carry: a host node is seen at its leaf port."""
-    out = set(nodes)
+def _ports(graph: PauseGraph, nodes: set[str], topology: Topology) -> set[str]:
+    """Graph nodes as the labels symptoms carry: a host node is seen at its leaf port, a paused
+    port also at the port pausing it."""
+    out = set(nodes) | graph.pausers(nodes, topology)
     for node in nodes:
         if node.startswith("host:"):
             host = topology.host_by_name.get(node[5:])

@@ -122,16 +122,15 @@ class Correlator:
         self._consequences &= active
         return kept
 
-    def _uplink_reach(self, leaf: str) -> set[str]:
-        """A leaf's uplink ports and the ports facing them."""
+    def _uplink_reach(self, switch: str) -> set[str]:
+        """A switch's uplink ports (a leaf's to its spines, a spine's to the aggregation tier)
+        and the ports facing them."""
         topo = self.topology
         if topo is None:
             return set()
         out: set[str] = set()
-        for port in topo.ports(leaf):
-            peer = topo.peer(port)
-            if peer is not None:
-                out |= {str(port), str(peer)}
+        for link in topo.up_links(switch):
+            out |= {str(link.a), str(link.b)}
         return out
 
     def correlate(self, symptoms: list[Alert], frame: Frame) -> list[Alert]:

@@ -105,6 +105,20 @@ class PauseGraph:
                     stack.append(up)
         return seen
 
+    def pausers(self, ports: Iterable[str], topology: Topology) -> set[str]:
+        """The ports that pause any of ``ports`` from the other end of their link (``pfc_pausing``
+        there): the same pause edge seen from the sender of the pause, so a tree that holds the
+        paused port holds the pausing one too, at every tier."""
+        out = set()
+        for label in ports:
+            if label.startswith(("host:", "device:")):
+                continue
+            peer = topology.peer(Port.parse(label))
+            if peer is not None and any(a.name == PFC_PAUSING
+                                        for a in self.symptoms.get(str(peer), ())):
+                out.add(str(peer))
+        return out
+
     def cycles(self) -> list[set[str]]:
         """Strongly connected sets of two or more nodes: every member waits, through the others,
         on itself."""

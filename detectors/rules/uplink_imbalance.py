@@ -1,13 +1,17 @@
-"""Uplink imbalance across a leaf's ECMP group: flows crowding onto few uplinks.
+"""Uplink imbalance across a switch's ECMP group up: flows crowding onto few uplinks.
 
 Collective traffic has low entropy: a few elephant flows per host, so a 5-tuple hash can put
 several on one uplink while others idle (Meta SIGCOMM'24: >30 % collective slowdown; Baidu: ~70 of
-100 Gbit/s usable). The harm is a member pinned at line rate while its siblings have room. Per leaf
-and sample, over the uplinks that are up:
+100 Gbit/s usable). The harm is a member pinned at line rate while its siblings have room. The
+group is a switch's links to the tier above it, hashed flow by flow: a leaf's uplinks to its
+zone's spines, and in a three-tier fabric also a spine's uplinks to the aggregation tier, which
+carry its zone's cross-zone flows (the same physics one tier up: a spine's own hash, its own
+baseline). Per switch and sample, over the group's members that are up:
 
 * ``imbalance`` = hottest member's load / the group's mean (anchors §6 #5: start at 1.5);
-* the hottest member must be saturated (``min_hot`` of line rate) and the leaf must be pausing
-  its hosts (``min_host_pause``): an uneven group that holds nobody back costs nothing;
+* the hottest member must be saturated (``min_hot`` of line rate) and the switch must be
+  pausing what feeds the group (``min_host_pause``): a leaf its hosts, a spine its leaves (the
+  ports of its links down); an uneven group that holds nobody back costs nothing;
 * a hash is static, so a leaf's natural unevenness is its own baseline: the share of the group's
   traffic on the hottest member is learned over the leaf's first ``warmup`` samples and kept while
   the leaf is calm; a *collision* is that share rising by ``min_shift`` or more (flows moving onto
@@ -23,6 +27,7 @@ imbalance is a performance incident and a TE hint, never a drain.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 from pydantic import Field
 
 from detectors.base import DetectorOptions
@@ -41,7 +46,7 @@ class UplinkImbalanceOptions(DetectorOptions):
     min_hot: float = Field(0.9, gt=0, le=1)
     min_shift: float = Field(0.15, gt=0, lt=1)
     warmup: int = Field(10, ge=1)
-    min_host_pause: float = Field(0.05, gt=0, le=1, description="leaf pausing its hosts")
+    min_host_pause: float = Field(0.05, gt=0, le=1, description="pausing what feeds the group")
     baseline_alpha: float = Field(0.05, gt=0, le=1)
 
 
@@ -56,14 +61,42 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         super().__init__(instance, options, topology=topology)
         self.seen: dict[int, int] = {}
         self.base: dict[int, float] = {}
+        #: per device: (its port ids when judged, which of them are the group, which feed it)
+        self._groups: dict[int, tuple[NDArray[np.int64], NDArray[np.bool_],
+                                      NDArray[np.bool_]]] = {}
+
+    def _group(self, frame: Frame, did: int, pids: NDArray[np.int64]
+               ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]] | None:
+        """Which of a switch's ports form its group up and which feed it: a leaf's fabric ports
+        and host ports; a spine's aggregation uplinks and the ports of its links down. None for
+        a switch with no group up (an aggregation switch, a spine of two tiers, an unknown
+        device)."""
+        known = self._groups.get(did)
+        if known is not None and np.array_equal(known[0], pids):
+            return known[1], known[2]
+        topo = self.topology
+        device = frame.ports.names.devices[did]
+        kind = frame.ports.kind[pids]
+        if topo is None or device in topo.leaves:
+            up, feeding = kind == PortKind.FABRIC, kind == PortKind.HOST
+        elif device in topo.spines and topo.agg_uplinks(device):
+            mine = {str(ln.a) if ln.a.device == device else str(ln.b)
+                    for ln in topo.agg_uplinks(device)}
+            labels = np.array([frame.ports.label(int(p)) in mine for p in pids], bool)
+            up = labels & (kind == PortKind.FABRIC)
+            feeding = ~labels & (kind == PortKind.FABRIC)
+        else:
+            return None
+        self._groups[did] = (pids.copy(), up, feeding)
+        return up, feeding
 
     def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:
         o = self.opts
-        device = frame.ports.names.devices[did]
-        if self.topology is not None and device not in self.topology.leaves:
+        group = self._group(frame, did, at.pids)
+        if group is None:
             return DeviceVerdict(False, False)
+        up_ports, feeding = group
         tab = frame.table
-        up_ports = frame.ports.kind[at.pids] == PortKind.FABRIC
         oper = tab.value[at.pids, col("if_oper_status")]
         admin = tab.value[at.pids, col("if_admin_status")]
         usable = up_ports & (oper != 2.0) & (admin != 2.0)
@@ -86,11 +119,10 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         else:
             moved, calm = False, True  # a hash's unevenness is the leaf's normal until learned
         saturated = util[hot] >= o.min_hot
-        host_ports = frame.ports.kind[at.pids] == PortKind.HOST
         share_tx, _ = pause_share(frame, at, "tx")
-        held = np.nanmax(np.where(np.isfinite(share_tx[host_ports]), share_tx[host_ports], 0.0),
+        held = np.nanmax(np.where(np.isfinite(share_tx[feeding]), share_tx[feeding], 0.0),
                          initial=0.0)
-        hurts = held >= o.min_host_pause  # the hosts are held back: the group is the bottleneck
+        hurts = held >= o.min_host_pause  # its senders are held back: the group is the bottleneck
         bad = saturated and imbalance >= o.min_imbalance and moved and hurts
         good = not saturated or imbalance < (1 + o.min_imbalance) / 2 or calm
         # the baseline is the hash's normal: learned while warming up, then followed only while
