@@ -79,6 +79,7 @@ class Group:
             hosts=settings.zookeeper, timeout=settings.session_timeout_s,
             connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
             command_retry={"max_tries": 5, "delay": 0.1, "max_delay": 1.0})
+        self._client.add_listener(self._state)
 
     def start(self, timeout_s: float = 15.0) -> Group:
         from kazoo.exceptions import KazooException
@@ -86,7 +87,6 @@ class Group:
 
         try:
             self._client.start(timeout=timeout_s)
-            self._client.add_listener(self._state)
             self._client.ensure_path(self.path)
             self._join()
             self._client.ChildrenWatch(self.path, self._children)

@@ -62,14 +62,21 @@ def test_the_lease_runs_its_work_in_one_member_and_moves_it(
 
     leases = [Lease(coordination, "lab", "jobs", *work(i)).begin() for i in range(3)]
     try:
-        wait_for(lambda: running == [0], 10, "the oldest member to start the work")
-        assert [lease.leading for lease in leases] == [True, False, False]
-        leases[0].close()
-        wait_for(lambda: running == [1], 10, "the next member to take the work")
-        assert [lease.leading for lease in leases[1:]] == [True, False]
-        assert leases[1].acquired == 1 and leases[2].acquired == 0
+        # they join from their own threads: whichever joined first leads
+        wait_for(lambda: len(running) == 1 and all(len(lease.group.view.members) == 3
+                                                    for lease in leases), 15,
+                 "one member to start the work")
+        first = running[0]
+        assert [lease.leading for lease in leases] == [i == first for i in range(3)]
+        leases[first].close()
+        wait_for(lambda: len(running) == 1 and running[0] != first, 15,
+                 "another member to take the work")
+        second = running[0]
+        rest = [i for i in range(3) if i != first]
+        assert [leases[i].leading for i in rest] == [i == second for i in rest]
+        assert [leases[i].acquired for i in rest] == [int(i == second) for i in rest]
     finally:
-        for lease in leases[1:]:
+        for lease in leases:
             lease.close()
     assert running == []
 
