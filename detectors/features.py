@@ -97,8 +97,9 @@ class FeatureTable:
               slack_s: NDArray[np.float64]) -> NDArray[np.float64]:
         """Values of a column for ports whose sample is within ``slack_s`` of ``ref_ts``; NaN
         where the companion is missing or stale."""
-        v = self.value[pids, column]
-        t = self.ts[pids, column]
+        rows = _as_slice(pids)
+        v = self.value[rows, column]
+        t = self.ts[rows, column]
         if v.ndim == 2:
             ref = ref_ts[:, None]
             slack = slack_s[:, None]
@@ -106,6 +107,15 @@ class FeatureTable:
             ref, slack = ref_ts, slack_s
         ok = (t >= 0) & (np.abs(t - ref) <= slack * 1e9)
         return np.where(ok, v, np.nan)
+
+
+def _as_slice(pids: NDArray[np.int64]) -> NDArray[np.int64] | slice:
+    """A run of consecutive port ids as a slice (a view instead of a gather: the usual case, every
+    port of a switch or of the fabric got news), else the ids themselves."""
+    n = pids.shape[0]
+    if n > 1 and int(pids[-1]) - int(pids[0]) == n - 1 and bool((np.diff(pids) == 1).all()):
+        return slice(int(pids[0]), int(pids[-1]) + 1)
+    return pids
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,11 @@ class SeriesIndex:
         self.series_metric = np.empty(0, np.int64)
         self.series_qual = np.empty(0, np.int64)
         self._vocab_cache: dict[int, tuple[tuple[str, ...], NDArray[np.int64]]] = {}
+        #: the series keys of the last batch and their ids: a stream repeats its layout
+        self._last: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+        #: the last vocabularies seen and their (device code × port code) → port id table
+        self._pair_table: tuple[tuple[str, ...], tuple[str, ...], NDArray[np.int64]] | None = \
+            None
 
     # -- names ------------------------------------------------------------------------------
 
@@ -108,17 +113,55 @@ class SeriesIndex:
         if n == 0:
             empty = np.empty(0, np.int64)
             return BatchIds(empty, empty)
-        gdev = self._device_codes(batch.devices)[batch.device]
-        pair = (gdev << 32) | batch.port.astype(np.int64)
-        uniq, inverse = np.unique(pair, return_inverse=True)
-        uniq_pid = np.fromiter(
-            (self.port_id(self.devices[int(u >> 32)], batch.ports[int(u & 0xFFFFFFFF)])
-             for u in uniq), np.int64, len(uniq))
-        port = uniq_pid[inverse]
+        port = self._port_ids(batch)
         qual = np.clip(batch.qual.astype(np.int64), -1, _QUAL_MAX) + 1
         metric = batch.metric.astype(np.int64) << _QUAL_BITS
         key = (port << (_METRIC_BITS + _QUAL_BITS)) | metric | qual
-        return BatchIds(port, self._series_ids(key))
+        last = self._last
+        if last is not None and last[0].shape == key.shape and np.array_equal(last[0], key):
+            return BatchIds(port, last[1])  # the layout of the last batch again (a live stream)
+        series = self._series_ids(key)
+        self._last = (key, series)
+        return BatchIds(port, series)
+
+    def _port_ids(self, batch: SampleBatch) -> NDArray[np.int64]:
+        """Global port id per row, through a dense table over the batch's vocabularies (device
+        code × port code: a gather per row, no sort of the rows) kept while the vocabularies
+        repeat; pairs it does not hold yet are looked up once each. A batch whose vocabularies
+        would make that table large goes through a unique of its rows instead."""
+        n_dev, n_port = len(batch.devices), len(batch.ports)
+        if n_dev * n_port > max(4 * len(batch), 1 << 16):
+            gdev = self._device_codes(batch.devices)
+            pair = (gdev[batch.device] << 32) | batch.port.astype(np.int64)
+            uniq, inverse = np.unique(pair, return_inverse=True)
+            by_pair: NDArray[np.int64] = self._pair_ids(uniq, batch.ports)[inverse]
+            return by_pair
+        cached = self._pair_table
+        if cached is not None and cached[0] == batch.devices and cached[1] == batch.ports:
+            table = cached[2]
+        else:
+            table = np.full(n_dev * n_port, -1, np.int64)
+            self._pair_table = (batch.devices, batch.ports, table)
+        flat = batch.device.astype(np.int64) * n_port + batch.port
+        pid: NDArray[np.int64] = table[flat]
+        if (pid < 0).any():
+            present = np.zeros(n_dev * n_port, bool)
+            present[flat[pid < 0]] = True
+            local = np.flatnonzero(present)
+            gdev = self._device_codes(batch.devices)
+            pairs = (gdev[local // n_port] << 32) | (local % n_port)
+            order = np.argsort(pairs, kind="stable")  # new ids in (device, port) order
+            found = np.empty(local.shape[0], np.int64)
+            found[order] = self._pair_ids(pairs[order], batch.ports)
+            table[local] = found
+            pid = table[flat]
+        return pid
+
+    def _pair_ids(self, pairs: NDArray[np.int64], ports: tuple[str, ...]) -> NDArray[np.int64]:
+        """Port ids of ``(global device << 32) | batch port code`` pairs."""
+        return np.fromiter(
+            (self.port_id(self.devices[int(u >> 32)], ports[int(u & 0xFFFFFFFF)])
+             for u in pairs), np.int64, len(pairs))
 
     def _series_ids(self, key: NDArray[np.int64]) -> NDArray[np.int64]:
         pos = np.searchsorted(self._keys, key)

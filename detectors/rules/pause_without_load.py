@@ -50,6 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 from pydantic import Field
 
 from detectors.base import DetectorOptions
@@ -91,6 +92,40 @@ class _Summary:
     pausing_ports: tuple[str, ...]
 
 
+class _Role:
+    """The latest summaries of the switches of one role, one row per switch: a switch is judged
+    against its peers' rows in columns, not by walking them (a fabric has hundreds per role)."""
+
+    FIELDS = ("pause", "spread", "paused", "hot", "ecn")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.values = np.zeros((len(self.FIELDS), 0), np.float64)
+        self.filled = np.zeros(0, bool)
+
+    def add(self) -> int:
+        if self.n == self.filled.shape[0]:
+            extra = max(self.n, 16)
+            self.values = np.hstack([self.values, np.zeros((len(self.FIELDS), extra))])
+            self.filled = np.concatenate([self.filled, np.zeros(extra, bool)])
+        self.n += 1
+        return self.n - 1
+
+    def set(self, row: int, s: _Summary) -> None:
+        self.values[:, row] = (s.pause, s.spread, s.paused, s.hot, s.ecn)
+        self.filled[row] = True
+
+    def column(self, name: str) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = self.values[self.FIELDS.index(name), :self.n]
+        return out
+
+    def others(self, row: int) -> NDArray[np.bool_]:
+        """The rows of the other switches of the role that have a summary."""
+        out = self.filled[:self.n].copy()
+        out[row] = False
+        return out
+
+
 class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
     name = PAUSE_WITHOUT_LOAD
     Options = PauseWithoutLoadOptions
@@ -100,7 +135,9 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
     def __init__(self, instance: str, options: PauseWithoutLoadOptions, *,
                  topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
-        self.latest: dict[int, _Summary] = {}
+        #: the latest summary of every switch judged so far, in one table per role
+        self.roles: dict[str, _Role] = {}
+        self._role_of: dict[int, tuple[_Role, int]] = {}
 
     def _summary(self, frame: Frame, at: At) -> _Summary:
         o = self.opts
@@ -121,24 +158,30 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
                         float(np.nanmax(ecn)) if np.isfinite(ecn).any() else float("nan"),
                         tuple(frame.ports.label(int(p)) for p in at.pids[pausing]))
 
-    def _peers(self, frame: Frame, did: int) -> list[int]:
-        names = frame.ports.names.devices
-        me = names[did]
-        role = _role(me, self.topology)
-        return [d for d in self.latest if d != did and _role(names[d], self.topology) == role]
+    def _place(self, frame: Frame, did: int) -> tuple[_Role, int]:
+        """The role table of a switch, and its row in it (the role is looked up once)."""
+        placed = self._role_of.get(did)
+        if placed is None:
+            role = _role(frame.ports.names.devices[did], self.topology)
+            table = self.roles.setdefault(role, _Role())
+            placed = self._role_of[did] = (table, table.add())
+        return placed
 
     def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:
         o = self.opts
-        me = self.latest[did] = self._summary(frame, at)
-        peers = [self.latest[d] for d in self._peers(frame, did)]
+        me = self._summary(frame, at)
+        table, row = self._place(frame, did)
+        table.set(row, me)
+        peers = table.others(row)
         evidence = {"pause_share": me.pause, "mean_pause_share": me.spread, "max_util": me.hot,
                     "max_ecn": me.ecn, "paused_share": me.paused}
         pausing = me.pause >= o.min_share
-        if not peers or not pausing:
-            return DeviceVerdict(False, bool(peers) and not pausing, evidence, me.pausing_ports)
-        unlike, like = self._unlike(me, peers, evidence)
+        has_peers = bool(peers.any())
+        if not has_peers or not pausing:
+            return DeviceVerdict(False, has_peers and not pausing, evidence, me.pausing_ports)
+        unlike, like = self._unlike(me, table, peers, evidence)
         reason = me.paused >= o.reason_share or me.ecn >= o.min_ecn or me.hot >= o.max_util
-        shallow, deep = self._before_ecn(me, peers, evidence)
+        shallow, deep = self._before_ecn(me, table, peers, evidence)
         bad = (unlike and not reason) or shallow
         good = (like or reason) and not shallow and deep
         strength = me.pause / max(o.min_share * o.peer_factor, 1e-9)
@@ -146,19 +189,19 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
         evidence["pfc_before_ecn"] = 1.0 if shallow else 0.0
         return DeviceVerdict(bad, good and not bad, evidence, me.pausing_ports, known=True)
 
-    def _unlike(self, me: _Summary, peers: list[_Summary],
+    def _unlike(self, me: _Summary, table: _Role, peers: NDArray[np.bool_],
                 evidence: dict[str, float]) -> tuple[bool, bool]:
         """Pausing ``peer_factor`` times more than peers at comparable load (and, second, clearly
         like them); neither when no peer runs as hot."""
         o = self.opts
         room = max(1.0 - me.hot, 0.0)
-        comparable = [p for p in peers
-                      if p.hot < o.max_util and 1.0 - p.hot <= o.headroom_ratio * room + 1e-9]
-        if not comparable:
+        hot = table.column("hot")
+        comparable = peers & (hot < o.max_util) & (1.0 - hot <= o.headroom_ratio * room + 1e-9)
+        if not comparable.any():
             return False, False
-        peer_pause = float(np.median([p.spread for p in comparable]))
+        peer_pause = float(np.median(table.column("spread")[comparable]))
         evidence.update(peer_mean_pause_share=peer_pause,
-                        peer_max_util=float(np.median([p.hot for p in comparable])))
+                        peer_max_util=float(np.median(hot[comparable])))
         # peers that hardly pause set no scale: healthy bursts pause a little near saturation,
         # and more the closer it is (the burst queue grows as rho / (1 - rho))
         allowance = evidence["burst_allowance"] = self._allowance(me.hot)
@@ -173,17 +216,18 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
             return r / (1.0 - r)
         return self.opts.min_share * growth(rho) / growth(self.opts.burst_load)
 
-    def _before_ecn(self, me: _Summary, peers: list[_Summary],
+    def _before_ecn(self, me: _Summary, table: _Role, peers: NDArray[np.bool_],
                     evidence: dict[str, float]) -> tuple[bool, bool]:
         """Pausing hard with ECN far below what the peers that pause as hard show (and,
         second, whether the ECN is consistent with its pausing or cannot be judged)."""
         o = self.opts
         if me.pause < o.ecn_pause or not np.isfinite(me.ecn):
             return False, True
-        marking = [p.ecn for p in peers if p.pause >= o.ecn_pause and np.isfinite(p.ecn)]
-        if not marking:
+        ecn = table.column("ecn")
+        marking = ecn[peers & (table.column("pause") >= o.ecn_pause) & np.isfinite(ecn)]
+        if not marking.size:
             return False, True
-        least = min(marking)
+        least = float(marking.min())
         evidence["peer_least_ecn"] = least
         # an egress held back nearly all the time (a storm or a deadlock downstream) stalls the
         # traffic behind it whatever the thresholds; and a switch that marks ECN on a standing

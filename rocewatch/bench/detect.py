@@ -10,6 +10,8 @@ it measured.
 
 from __future__ import annotations
 
+import cProfile
+import pstats
 import time
 from dataclasses import dataclass
 
@@ -43,7 +45,20 @@ class _Switch:
     value: np.ndarray
 
 
-def _switch(name: str, topology: Topology, util: float) -> _Switch:
+#: the reference fabric's subset (issue 13: ~30 series per port): every port metric, every queue
+#: metric of the lossless queue (3) and the traffic, drop, ECN and depth counters of the default
+#: queue (0)
+REFERENCE_QUEUES: dict[int, tuple[str, ...]] = {
+    3: QUEUE_METRICS,
+    0: ("queue_tx_pkts", "queue_tx_octets", "queue_dropped_pkts", "queue_ecn_marked_pkts",
+        "queue_watermark_bytes")}
+SERIES_PER_PORT: dict[int, dict[int, tuple[str, ...]]] = {
+    30: REFERENCE_QUEUES,
+    len(PORT_METRICS) + 8 * len(QUEUE_METRICS): {q: QUEUE_METRICS for q in range(8)}}
+
+
+def _switch(name: str, topology: Topology, util: float,
+            queues: dict[int, tuple[str, ...]]) -> _Switch:
     ports = tuple(p.name for p in topology.ports(name))
     n = len(ports)
     octets = util * 400e9 / 8
@@ -54,12 +69,12 @@ def _switch(name: str, topology: Topology, util: float) -> _Switch:
     for i in range(n):
         for m in PORT_METRICS:
             cols.append((i, metric_id(m), -1, base.get(m, 0.0)))
-        for q in range(8):
+        for q in sorted(queues):
             lossless = q == 3
             per_q = {"queue_tx_octets": octets if lossless else 0.0,
                      "queue_tx_pkts": octets / 4150 if lossless else 0.0,
                      "queue_watermark_bytes": 150e3 if lossless else 0.0}
-            for m in QUEUE_METRICS:
+            for m in queues[q]:
                 cols.append((i, metric_id(m), q, per_q.get(m, 0.0)))
     arr = np.array(cols, dtype=np.float64)
     return _Switch(name, ports, arr[:, 0].astype(np.int32), arr[:, 1].astype(np.uint16),
@@ -96,8 +111,13 @@ def _batches(switches: list[_Switch], t: float, rng: np.random.Generator) -> lis
 @click.option("--hosts-per-leaf", default=16, show_default=True)
 @click.option("--intervals", default=40, show_default=True, help="Sample intervals to stream.")
 @click.option("--no-anomaly", is_flag=True, help="Leave the learned detector out.")
+@click.option("--series-per-port", type=click.Choice([str(n) for n in SERIES_PER_PORT]),
+              default="95", show_default=True,
+              help="95: the whole SONiC profile; 30: the reference fabric's subset.")
+@click.option("--profile", "profile_to", type=click.Path(dir_okay=False), default=None,
+              help="Write a cProfile of the timed calls here and print the top of it.")
 def detect(spines: int, leaves: int, hosts_per_leaf: int, intervals: int,
-           no_anomaly: bool) -> None:
+           no_anomaly: bool, series_per_port: str, profile_to: str | None) -> None:
     """Samples per second through rates + detectors + correlator on a synthetic fabric."""
     from detectors.chain import build_detectors
     from pipeline.config import PluginSpec
@@ -109,22 +129,33 @@ def detect(spines: int, leaves: int, hosts_per_leaf: int, intervals: int,
         names = [n for n in names if n != ANOMALY]
     settings = DetectionSettings(detectors=tuple(PluginSpec(type=n) for n in names))
     chain = DetectionChain(settings, topology, build_detectors(settings, topology))
-    switches = [_switch(s, topology, 0.3) for s in topology.switches]
+    queues = SERIES_PER_PORT[int(series_per_port)]
+    switches = [_switch(s, topology, 0.3, queues) for s in topology.switches]
+    profiler = cProfile.Profile() if profile_to else None
     rng = np.random.default_rng(7)
     stuck_at = intervals // 2
     host = topology.hosts[0]
     leaf = next(sw for sw in switches if sw.name == host.port.device)
     samples = 0
-    busy = 0.0
+    busy = cpu = 0.0
+    first = first_cpu = 0.0
     incidents: set[str] = set()
     for k in range(1, intervals + 1):
         if k == stuck_at:
             _stick(leaf, leaf.ports.index(host.port.name))
         batches = _batches(switches, float(k), rng)
         samples += sum(len(b) for b in batches)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
+        if profiler is not None:
+            profiler.enable()
         changes = chain.observe(batches)
-        busy += time.perf_counter() - t0
+        if profiler is not None:
+            profiler.disable()
+        wall, used = time.perf_counter() - t0, time.process_time() - c0
+        if k == 1:
+            first, first_cpu = wall, used  # new names: ids, port facts, state grown
+        busy += wall
+        cpu += used
         incidents |= {f"{a.name} {a.entity}" for a in changes if a.root_cause and a.firing}
     per_interval = samples / intervals
     click.echo(f"fabric: {spines} spines, {leaves} leaves, {len(topology.hosts)} hosts, "
@@ -136,4 +167,13 @@ def detect(spines: int, leaves: int, hosts_per_leaf: int, intervals: int,
                f"{busy / intervals * 1e3:.1f} ms per interval "
                f"(real time up to {per_interval * intervals / busy / per_interval:,.1f} "
                "intervals per second)")
+    if intervals > 1:
+        steady, steady_cpu = (busy - first) / (intervals - 1), (cpu - first_cpu) / (intervals - 1)
+        click.echo(f"after the first interval ({first * 1e3:,.0f} ms, {first_cpu * 1e3:,.0f} ms "
+                   f"CPU): {steady * 1e3:,.1f} ms per interval, {steady_cpu * 1e3:,.1f} ms CPU, "
+                   f"{per_interval / steady_cpu:,.0f} samples per CPU second, "
+                   f"{steady_cpu / per_interval * 1e9:,.0f} ns CPU per sample")
     click.echo(f"incidents raised: {', '.join(sorted(incidents)) or 'none'}")
+    if profiler is not None and profile_to:
+        profiler.dump_stats(profile_to)
+        pstats.Stats(profile_to).sort_stats("cumulative").print_stats(25)
