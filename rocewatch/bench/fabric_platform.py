@@ -171,8 +171,9 @@ class Bench:
 
     def kept(self) -> dict[str, Any]:
         """Whether anything was lost: the store's rows against what ingest committed (the store
-        has a message before ingest commits it; a repeated insert only adds rows until merged),
-        and the samples messages published over half a minute ago still uncommitted."""
+        has a message before ingest commits it; a sample sent twice is stored once, so the
+        store may hold a few rows fewer), and the samples messages published over half a
+        minute ago still uncommitted."""
         store = self.platform.context.store if self.platform.context else None
         with self._lags_lock:
             committed = self.committed_rows
