@@ -36,6 +36,7 @@ fetch() {
   echo "building Prometheus Alertmanager $ALERTMANAGER_VERSION from the Go module proxy into $BUILD ..."
   export GOMODCACHE=$CACHE/gomod GOFLAGS="-modcacherw -buildvcs=false"
   local dir src=$BUILD/src
+  mkdir -p "$CACHE"  # a fresh clone: the Maven services may not have made it yet (they start alongside)
   dir=$(cd "$CACHE" && go mod download -json "$MODULE@v$ALERTMANAGER_VERSION" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [[ -d $dir ]] || { echo "alertmanager.sh: go mod download gave no module directory" >&2; exit 1; }
