@@ -29,7 +29,7 @@ from pygnmi.spec.v080 import gnmi_pb2 as pb
 from lab import counters as cf
 from lab.gnmi.jsontree import assemble
 from lab.gnmi.paths import PathT, has_wildcard, matches, to_pb
-from lab.gnmi.sonic import port_match
+from lab.gnmi.sonic import json_update, port_match
 from lab.lldp import (
     CAPS_BRIDGE_ROUTER,
     CAPS_STATION,
@@ -311,13 +311,7 @@ class SonicLldpSelection:
     def full(self, snap: F64, ts_ns: int) -> pb.SubscribeResponse:
         body = self.document(snap)
         self._last = body
-        resp = pb.SubscribeResponse()
-        resp.update.timestamp = ts_ns
-        resp.update.prefix.CopyFrom(self.prefix)
-        u = resp.update.update.add()
-        u.path.CopyFrom(self._pb_path)
-        u.val.json_ietf_val = body
-        return resp
+        return json_update(self.prefix, self._pb_path, body, ts_ns)
 
     def delta(self, snap: F64, ts_ns: int) -> pb.SubscribeResponse | None:
         if self.document(snap) == self._last:

@@ -64,6 +64,16 @@ _QUEUE_FIELDS = (
 )
 
 
+def json_update(prefix: pb.Path, path: pb.Path, body: bytes, ts_ns: int) -> pb.SubscribeResponse:
+    """One notification carrying a JSON document at ``path`` (a table or a container)."""
+    resp = pb.SubscribeResponse()
+    resp.update.timestamp = ts_ns
+    resp.update.prefix.CopyFrom(prefix)
+    u = resp.update.update.add()
+    u.path.CopyFrom(path)
+    u.val.json_ietf_val = body
+    return resp
+
 @dataclass(frozen=True, eq=False)
 class SonicTables:
     """Per switch: for each port, the snapshot index of every field of each DB table."""
@@ -176,13 +186,7 @@ class SonicSelection:
     def full(self, snap: NDArray[np.float64], ts_ns: int) -> pb.SubscribeResponse:
         body = self.document(snap)
         self._last = body
-        resp = pb.SubscribeResponse()
-        resp.update.timestamp = ts_ns
-        resp.update.prefix.CopyFrom(self.prefix)
-        u = resp.update.update.add()
-        u.path.CopyFrom(self._pb_path)
-        u.val.json_ietf_val = body
-        return resp
+        return json_update(self.prefix, self._pb_path, body, ts_ns)
 
     def delta(self, snap: NDArray[np.float64], ts_ns: int) -> pb.SubscribeResponse | None:
         if self.document(snap) == self._last:
