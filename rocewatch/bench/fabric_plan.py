@@ -23,6 +23,7 @@ import yaml
 
 from pipeline.config import read_yaml
 from pipeline.errors import LabError
+from pipeline.kinds import FAULT_LINK_CORRUPTION, FAULT_LINK_DOWN, FAULT_PFC_STORM
 from pipeline.topology.model import Topology
 
 #: the fabric keys a command line may resize
@@ -50,11 +51,11 @@ class Faults:
     def entries(self) -> list[dict[str, Any]]:
         at, gap = self.at_s, self.gap_s
         return [
-            {"kind": "pfc_storm", "target": self.storm, "at_s": at, "until_s": at + self.storm_s,
-             "params": {"priority": 3}},
-            {"kind": "link_corruption", "target": self.corruption, "at_s": at + gap,
+            {"kind": FAULT_PFC_STORM, "target": self.storm, "at_s": at,
+             "until_s": at + self.storm_s, "params": {"priority": 3}},
+            {"kind": FAULT_LINK_CORRUPTION, "target": self.corruption, "at_s": at + gap,
              "params": {"rate": 1.0e-5, "direction": "both"}},
-            {"kind": "link_down", "target": self.down, "at_s": at + 2 * gap},
+            {"kind": FAULT_LINK_DOWN, "target": self.down, "at_s": at + 2 * gap},
         ]
 
 
