@@ -35,13 +35,18 @@ faults: []
 """
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    where = tmp_path_factory.mktemp("lab")
-    (where / "scenario.yaml").write_text(SCENARIO)
+def running_lab(factory: pytest.TempPathFactory, folder: str, scenario: str) -> Iterator[Any]:
+    """The lab playing ``scenario`` at speed 10 while the module's tests run."""
+    where = factory.mktemp(folder)
+    (where / "scenario.yaml").write_text(scenario)
     running = Lab(where / "scenario.yaml", speed=10, out_dir=where / "out").start()
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    yield from running_lab(tmp_path_factory, "lab", SCENARIO)
 
 
 def switches(lab: Any) -> GnmiSwitches:
@@ -111,11 +116,7 @@ faults: []
 
 @pytest.fixture(scope="module")
 def zoned_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    where = tmp_path_factory.mktemp("lab3")
-    (where / "scenario.yaml").write_text(THREE_TIERS)
-    running = Lab(where / "scenario.yaml", speed=10, out_dir=where / "out").start()
-    yield running
-    running.stop()
+    yield from running_lab(tmp_path_factory, "lab3", THREE_TIERS)
 
 
 def test_an_aggregation_link_drains_through_the_labs_te_controller(zoned_lab):
