@@ -34,6 +34,7 @@ from collectors.gnmi.connects import ConnectGate
 from collectors.gnmi.decode import GnmiDecoder
 from collectors.gnmi.lldp import LldpReaders
 from collectors.gnmi.mapping import PathMapper
+from collectors.gnmi.scan import warm
 from collectors.gnmi.session import GnmiSession, SessionOptions
 from collectors.health import ErrorTally, TargetHealth
 from collectors.profile import GnmiProfile, load_profile
@@ -113,6 +114,7 @@ class GnmiCollector(Collector):
             self.targets[target.name] = _Target(health, decoder, session)
         if not self.targets:
             log.warning("gnmi collector %s has no gNMI targets", instance)
+        warm()
         self.lldp = LldpReaders([(t.session.target, t.session.profile)
                                  for t in self.targets.values()], env,
                                 options.lldp_interval_s, self.gate)

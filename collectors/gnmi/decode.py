@@ -1,8 +1,11 @@
 """The gNMI hot path: SubscribeResponse bytes → per-device sample columns.
 
+A steady stream's message is read first by the compiled scan of its wire bytes
+(:mod:`collectors.gnmi.scan`: no protobuf objects, no Python per update); a message it cannot
+read exactly as below (a key not learnt yet, an enum, a delete, anything unusual) comes here.
 The decoder reads the protobuf directly (pygnmi's dict conversion costs about four times as much,
 notes §4.4). Each update path is looked up by its serialized bytes in a cache shared by every
-target of the profile, so a steady stream costs one ``SerializeToString``, one dict lookup and one
+target of the profile, so such a message costs one ``SerializeToString``, one dict lookup and one
 ``WhichOneof`` per update; ``uint_val`` and RFC 7951 numeric strings (JSON_IETF encodes 64-bit
 integers as ``"123"``) are read inline. Everything else (enums, floats, JSON maps such as SONiC's,
 bad values) takes the slow path, which also does the counting of bad input: one bad update is
@@ -29,13 +32,17 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError as ProtobufDecodeError
+from numpy.typing import NDArray
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
+from collectors.gnmi import scan as wire_scan
 from collectors.gnmi.mapping import IGNORED, UNKNOWN, PathMapper, canonical
+from collectors.gnmi.wire import keys_for
 from collectors.health import ErrorTally, TargetHealth
 from pipeline.metrics import metric_id
 from pipeline.model import SampleBatch
@@ -52,6 +59,22 @@ _SCALARS = frozenset({"uint_val", "int_val", "double_val", "float_val", "bool_va
                       "string_val", "ascii_val"})
 
 Elems = list[tuple[str, dict[str, str]]]
+#: the scan's output: spec ids, values, each update's path span
+_Out = tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]
+_OUT = threading.local()
+
+
+def _buffers(size: int) -> _Out:
+    """This thread's scan output, room for a message of ``size`` bytes (a row, or an update,
+    takes at least four); shared by the thread's decoders, each of which takes its rows out
+    before the next scan."""
+    out: _Out | None = getattr(_OUT, "out", None)
+    room = size // 4 + 1
+    if out is None or out[0].shape[0] < room:
+        room = max(room, 4096)
+        out = _OUT.out = (np.zeros(room, np.int64), np.zeros(room, np.float64),
+                          np.zeros((room, 2), np.int64))
+    return out
 
 
 def path_elems(*paths: pb.Path) -> Elems:
@@ -67,7 +90,8 @@ class GnmiDecoder:
     """One target's decoding state: buffered rows and the expected series."""
 
     def __init__(self, device: str, mapper: PathMapper, health: TargetHealth,
-                 tally: ErrorTally) -> None:
+                 tally: ErrorTally, scan: bool = True) -> None:
+        """``scan=False``: every message through protobuf (the reference the scan must match)."""
         self.device = device
         self.mapper = mapper
         self.health = health
@@ -85,6 +109,10 @@ class GnmiDecoder:
         self._before_ns = 0
         #: initial values dropped as repeats of a sample just before a reconnect
         self.repeats_dropped = 0
+        self._keys = keys_for(mapper)
+        self._scan = scan
+        #: messages the compiled scan decoded, and those it gave to protobuf
+        self.scanned = self.parsed = 0
 
     def begin_session(self) -> None:
         """A new session starts: its initial values are judged against the last sample."""
@@ -99,7 +127,21 @@ class GnmiDecoder:
 
     def feed(self, data: bytes, wall: float, initial: bool = False) -> bool:
         """Decode one serialized SubscribeResponse (``initial``: of a stream not synced yet);
-        True when it was the ``sync_response``. Bad input is counted, never raised."""
+        True when it was the ``sync_response``. Bad input is counted, never raised.
+
+        A steady stream's message is read by the compiled scan (:mod:`collectors.gnmi.wire`);
+        whatever it gives back goes through protobuf, which then teaches it the new keys."""
+        status, ts, rows, p0, pn = wire_scan.SLOW, 0, 0, 0, 0
+        if self._scan:
+            out = _buffers(len(data))
+            status, ts, rows, _, p0, pn = wire_scan.scan(  # type: ignore[call-arg]
+                np.frombuffer(data, dtype=np.uint8), *self._keys.arrays, *out)
+            if status == wire_scan.OK:
+                self.scanned += 1
+                self.health.note_message(wall)
+                self._scanned(out, ts, rows, wall, initial)
+                return False
+        self.parsed += 1
         try:
             resp = pb.SubscribeResponse.FromString(data)
         except ProtobufDecodeError as exc:
@@ -109,6 +151,11 @@ class GnmiDecoder:
         which = resp.WhichOneof("response")
         if which == "update":
             self._notification(resp.update, wall, initial)
+            if status == wire_scan.MISS:
+                n = resp.update
+                self._keys.learn(data, (p0, pn), _buffers(len(data))[2], n.update,
+                                 self.mapper.byte_cache.get(n.prefix.SerializeToString()),
+                                 self.mapper.plain)
         elif which == "sync_response":
             self.health.synced = True
             return True
@@ -118,12 +165,26 @@ class GnmiDecoder:
             self.tally.record(self.health, "malformed", "SubscribeResponse without a response")
         return False
 
-    def _notification(self, n: pb.Notification, wall: float, initial: bool = False) -> None:
-        ts = n.timestamp
+    def _scanned(self, out: _Out, ts: int, rows: int, wall: float, initial: bool) -> None:
+        """The scan's rows of one notification, as :meth:`_notification` would have them."""
+        ts = self._stamp(ts, wall)
+        start = len(self._sids)
+        if rows:
+            self._sids.extend(out[0][:rows].tolist())
+            self._vals.extend(out[1][:rows].tolist())
+            if initial and self._before_ns:
+                self._drop_repeats(start, ts)
+        self._close(start, ts, wall)
+
+    def _stamp(self, ts: int, wall: float) -> int:
         if ts <= 0:
             self.tally.record(self.health, "no_timestamp",
                               "notification without a timestamp (collector clock used)")
             ts = self.health.clock.now_ns(wall)
+        return ts
+
+    def _notification(self, n: pb.Notification, wall: float, initial: bool = False) -> None:
+        ts = self._stamp(n.timestamp, wall)
         prefix = n.prefix
         table = self.mapper.byte_cache.get(prefix.SerializeToString())
         if table is None:
@@ -160,6 +221,11 @@ class GnmiDecoder:
             self._drop_repeats(start, ts)
         if n.delete:
             self._deletes(prefix, n.delete)
+        self._close(start, ts, wall)
+
+    def _close(self, start: int, ts: int, wall: float) -> None:
+        """The notification whose rows start at ``start`` is complete."""
+        sids = self._sids
         count = len(sids) - start
         sampled = False
         if count:
@@ -298,6 +364,8 @@ class GnmiDecoder:
 
     def take(self) -> SampleBatch | None:
         """The rows decoded since the last call as one batch (None when there are none)."""
+        if not self._sids and not self._deleted:
+            return None  # the ticker's common case; the expected count is as it was
         sids, vals, stamps, counts = self._sids, self._vals, self._ts, self._counts
         deleted = self._deleted
         self._sids, self._vals, self._ts, self._counts = [], [], [], []

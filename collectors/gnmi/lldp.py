@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import re
 import time
 import zlib
@@ -289,16 +290,18 @@ class LldpReaders:
     async def _run(self, r: _Reader, stopping: asyncio.Event,
                    deliver: Callable[[NeighborReport], Awaitable[None]]) -> None:
         wall = self.interval_s / r.target.clock_rate
-        delay = (zlib.crc32(r.target.name.encode()) % 1000) / 1000 * wall
+        loop = asyncio.get_running_loop()
+        # a fixed grid: a slow read delays its own report, never the ones after it
+        due = loop.time() + (zlib.crc32(r.target.name.encode()) % 1000) / 1000 * wall
         channel: grpc.aio.Channel | None = None
         try:
             while not stopping.is_set():
                 try:
-                    await asyncio.wait_for(stopping.wait(), timeout=delay)
+                    await asyncio.wait_for(stopping.wait(), timeout=max(0.0, due - loop.time()))
                     return
                 except TimeoutError:
                     pass
-                delay = wall
+                due += wall * max(1, math.ceil((loop.time() - due) / wall))
                 try:
                     if channel is None:
                         await self.gate.acquire()
