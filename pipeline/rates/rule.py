@@ -110,6 +110,10 @@ def sample_times(ts: NDArray[np.int64], pos: NDArray[np.int64],
     (newest first), from the rows before it in its run and then from ``before`` (per row, the
     series' sample times before the run, oldest first, :data:`MISSING` where none)."""
     n, width = ts.shape[0], CADENCE_INTERVALS + 2
+    if before is not None and n and not pos.any():
+        # every row starts its run (a live interval: one sample per series): its history is
+        # the state's, newest first
+        return np.concatenate([ts[:, None], before[:, ::-1]], axis=1)
     out = np.full((n, width), MISSING, np.int64)
     rows = np.arange(n)
     for k in range(width):
@@ -122,21 +126,49 @@ def sample_times(ts: NDArray[np.int64], pos: NDArray[np.int64],
     return out
 
 
+#: compare-exchanges that sort five values (a sorting network: the same answer as a sort, in
+#: nine vectorised min/max passes instead of a row-by-row sort of an (n, 5) array)
+_SORT5 = ((0, 1), (3, 4), (2, 4), (2, 3), (1, 4), (0, 3), (0, 2), (1, 3), (1, 2))
+if CADENCE_INTERVALS != 5:
+    raise ImportError("the cadence's sorting network is for five intervals: write one for "
+                      f"{CADENCE_INTERVALS}")
+
+
 def cadence(times: NDArray[np.int64]) -> NDArray[np.float64]:
     """The cadence (ns) at each row's interval from :func:`sample_times`' rows; 0 if unknown."""
-    n = times.shape[0]
+    return cadence_before(times[:, 0], times[:, :0:-1])
+
+
+def cadence_before(ts: NDArray[np.int64], history: NDArray[np.int64]) -> NDArray[np.float64]:
+    """The cadence (ns) at the interval that ends at ``ts``; 0 if unknown: the median of the
+    intervals between the ``CADENCE_INTERVALS + 1`` sample times before it (``history``, per row
+    oldest first, :data:`MISSING` where none) that began within :data:`HORIZON_NS` of ``ts``."""
+    n = ts.shape[0]
     if n == 0:
         return np.empty(0, np.float64)
-    starts, ends = times[:, 2:], times[:, 1:-1]
-    valid = (starts != MISSING) & (starts >= times[:, :1] - HORIZON_NS)
-    widths = np.where(valid, ends - np.where(valid, starts, ends), 0).astype(np.float64)
-    widths[~valid] = np.inf
-    widths.sort(axis=1)
-    count = valid.sum(axis=1)
-    rows = np.arange(n)
-    lo = widths[rows, np.maximum(count - 1, 0) // 2]
-    hi = widths[rows, np.minimum(count // 2, CADENCE_INTERVALS - 1)]
+    h = np.ascontiguousarray(history.T)  # one contiguous run per position in the history
+    floor = ts - HORIZON_NS
+    widths: list[NDArray[np.float64]] = []
+    count = np.zeros(n, np.int64)
+    for k in range(CADENCE_INTERVALS):
+        valid = (h[k] != MISSING) & (h[k] >= floor)
+        count += valid
+        widths.append(np.where(valid, (h[k + 1] - np.where(valid, h[k], h[k + 1])
+                                       ).astype(np.float64), np.inf))
+    for i, j in _SORT5:
+        widths[i], widths[j] = np.minimum(widths[i], widths[j]), np.maximum(widths[i], widths[j])
+    # the middle one (odd count) or the two middle ones (even): positions 0..2 of five
+    lo = _pick(np.maximum(count - 1, 0) // 2, widths)
+    hi = _pick(np.minimum(count // 2, CADENCE_INTERVALS - 1), widths)
     return np.where(count >= CADENCE_MIN, (lo + hi) / 2, 0.0)
+
+
+def _pick(index: NDArray[np.int64], columns: list[NDArray[np.float64]]) -> NDArray[np.float64]:
+    """Per row, ``columns[index]``."""
+    out = columns[0].copy()
+    for k in range(1, int(index.max(initial=0)) + 1):
+        np.copyto(out, columns[k], where=index == k)
+    return out
 
 
 def intervals(series: NDArray[np.int64], ts: NDArray[np.int64], value: NDArray[np.float64],
@@ -159,12 +191,18 @@ def intervals_from_times(times: NDArray[np.int64], pos: NDArray[np.int64],
     """:func:`intervals` once the rows' :func:`sample_times` (and run positions) are known."""
     n = times.shape[0]
     ts, prev_ts = times[:, 0], times[:, 1]
-    first = prev_ts == MISSING
     prev_value = np.full(n, np.nan)
     inside = pos >= 1  # the previous sample is the row before
     prev_value[inside] = value[np.flatnonzero(inside) - 1]
     if before_value is not None:
         prev_value[~inside] = before_value[~inside]
+    return _judged(ts, prev_ts, prev_value, value, flags, cadence(times), counter)
+
+
+def _judged(ts: NDArray[np.int64], prev_ts: NDArray[np.int64], prev_value: NDArray[np.float64],
+            value: NDArray[np.float64], flags: NDArray[Any], cadence_ns: NDArray[np.float64],
+            counter: NDArray[np.bool_]) -> Intervals:
+    first = prev_ts == MISSING
     dt_ns = np.where(first, np.nan, (ts - np.where(first, ts, prev_ts)).astype(np.float64))
-    increase, status = judge(first, prev_value, value, flags, dt_ns, cadence(times), counter)
+    increase, status = judge(first, prev_value, value, flags, dt_ns, cadence_ns, counter)
     return Intervals(increase, dt_ns, status)

@@ -19,11 +19,13 @@ from numpy.typing import NDArray
 
 from pipeline.metrics import IS_COUNTER
 from pipeline.model import SampleBatch
+from pipeline.rates.live import judge_live
 from pipeline.rates.rule import (
     CADENCE_INTERVALS,
     MISSING,
     NS,
     RATED,
+    Intervals,
     Status,
     intervals_from_times,
     run_positions,
@@ -35,7 +37,9 @@ _KEEP = CADENCE_INTERVALS + 1  # sample times kept per series
 
 @dataclass(frozen=True)
 class RateFrame:
-    """The rows of a batch after rate conversion, sorted by series then time.
+    """The rows of a batch after rate conversion, grouped by series (a series' rows together,
+    in time order): sorted by series then time, except that a batch holding each series once keeps
+    its own row order.
 
     ``rate`` is per second where the interval has one (NaN otherwise); ``increase`` the counts
     known in the interval (NaN for a first sample and for gauges); ``value`` the raw sample (the
@@ -78,6 +82,7 @@ class RateState:
     def __init__(self) -> None:
         self.times = np.empty((0, _KEEP), np.int64)  # oldest first, MISSING where none
         self.last_value = np.empty(0, np.float64)
+        self._row = np.empty(0, np.int64)  # scratch for _each_once
         self.stats = RateStats()
 
     def _grow(self, n: int) -> None:
@@ -87,6 +92,14 @@ class RateState:
         extra = max(n - have, have // 2, 64)
         self.times = np.vstack([self.times, np.full((extra, _KEEP), MISSING, np.int64)])
         self.last_value = np.concatenate([self.last_value, np.full(extra, np.nan)])
+        self._row = np.concatenate([self._row, np.zeros(extra, np.int64)])
+
+    def _each_once(self, series: NDArray[np.int64]) -> bool:
+        """Whether no series appears twice among the rows (linear: each row writes its index at
+        its series, and a series written twice keeps only its last row's)."""
+        rows = np.arange(series.shape[0])
+        self._row[series] = rows
+        return bool((self._row[series] == rows).all())
 
     def update(self, batch: SampleBatch, series: NDArray[np.int64],
                port: NDArray[np.int64]) -> RateFrame:
@@ -96,6 +109,8 @@ class RateState:
         if n == 0:
             return RateFrame.empty()
         self._grow(int(series.max()) + 1)
+        if self._each_once(series):
+            return self._live(batch, series, port)
         order = np.lexsort((batch.ts_ns, series))
         sid, ts = series[order], batch.ts_ns[order]
         # late: not newer than the series' last sample, or a repeat of the row before's time
@@ -116,7 +131,30 @@ class RateState:
         newest = np.flatnonzero(np.r_[sid[1:] != sid[:-1], True])
         self.times[sid[newest]] = times[newest, _KEEP - 1::-1]
         self.last_value[sid[newest]] = value[newest]
+        return self._frame(judged, n_late, sid, port[order], metric,
+                           batch.qual[order].astype(np.int64), ts, value)
 
+    def _live(self, batch: SampleBatch, series: NDArray[np.int64],
+              port: NDArray[np.int64]) -> RateFrame:
+        """A batch that holds each series once: the compiled live path
+        (:mod:`pipeline.rates.live`), the rows kept in their order."""
+        metric = batch.metric.astype(np.int64)
+        increase, dt_ns, status, n_late = judge_live(
+            series, batch.ts_ns, batch.value, batch.flags, IS_COUNTER[metric], self.times,
+            self.last_value)
+        judged = Intervals(increase, dt_ns, status)
+        qual = batch.qual.astype(np.int64)
+        if not n_late:
+            return self._frame(judged, 0, series, port, metric, qual, batch.ts_ns, batch.value)
+        keep = status != Status.LATE
+        return self._frame(Intervals(increase[keep], dt_ns[keep], status[keep]), n_late,
+                           series[keep], port[keep], metric[keep], qual[keep],
+                           batch.ts_ns[keep], batch.value[keep])
+
+    def _frame(self, judged: Intervals, n_late: int, sid: NDArray[np.int64],
+               port: NDArray[np.int64], metric: NDArray[np.int64], qual: NDArray[np.int64],
+               ts: NDArray[np.int64], value: NDArray[np.float64]) -> RateFrame:
+        """The judged rows as a frame, counted in the stats."""
         status = judged.status
         st = self.stats
         st.rates += int(np.isin(status, RATED).sum())
@@ -124,5 +162,7 @@ class RateState:
         st.resets += int((status == Status.RESET).sum())
         st.gaps += int((status == Status.GAP).sum())
         st.late += n_late
-        return RateFrame(sid, port[order], metric, batch.qual[order].astype(np.int64), ts, value,
-                         judged.increase, judged.rate, judged.dt_ns / NS, status)
+        if not len(sid):
+            return RateFrame.empty()
+        return RateFrame(sid, port, metric, qual, ts, value, judged.increase, judged.rate,
+                         judged.dt_ns / NS, status)
