@@ -3,11 +3,16 @@
 One object holds all detection state, so the live engine (:mod:`detectors.loop`), the benchmark
 and ``rocewatch replay`` run exactly the same code. Time advances with the samples: the chain's
 ``now`` is the newest event time it has seen (the event-time watermark), never a wall clock.
+
+Each step has two halves: :meth:`DetectionChain.judge` (the per-device detectors on the frame:
+the symptoms) and :meth:`DetectionChain.decide` (the fabric side, :class:`detectors.fabric.
+FabricChain`: correlate, restate, reconcile). A partitioned deployment splits the chain there
+(:mod:`detectors.partition`): its workers override ``decide`` to publish the symptoms instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +20,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from detectors.base import Detector
-from detectors.correlation.correlator import Correlator
+from detectors.correlation.correlator import Correlator, sample_interval_ns
+from detectors.fabric import FabricChain
 from detectors.features import FeatureTable, Frame, col
 from detectors.lifecycle import AlertBook
 from detectors.ports import PortIndex
@@ -33,13 +39,27 @@ from pipeline.topology.model import Topology
 CHUNK_ROWS = 1 << 16
 
 
-def build_detectors(settings: DetectionSettings, topology: Topology | None) -> list[Detector]:
-    """The configured detector instances; every registered one with defaults when none are."""
+def detector_specs(settings: DetectionSettings) -> tuple[PluginSpec, ...]:
+    """The configured detectors; every registered one with defaults when none are."""
     registry: Registry[Detector] = Registry("rocewatch.detectors")
-    specs: Sequence[PluginSpec] = settings.detectors or tuple(
-        PluginSpec(type=name) for name in registry.names())
-    return [registry.build(spec, f"detection.detectors[{i}]", topology=topology)
-            for i, spec in enumerate(specs)]
+    return settings.detectors or tuple(PluginSpec(type=name) for name in registry.names())
+
+
+def build_detectors(settings: DetectionSettings, topology: Topology | None,
+                    keep: Callable[[PluginSpec], bool] | None = None,
+                    swap: Mapping[str, type[Detector]] | None = None) -> list[Detector]:
+    """The configured detector instances (those ``keep`` takes, when given); a plugin named in
+    ``swap`` is built as that class instead, with the plugin's own options."""
+    registry: Registry[Detector] = Registry("rocewatch.detectors")
+    out: list[Detector] = []
+    for i, spec in enumerate(detector_specs(settings)):
+        where = f"detection.detectors[{i}]"
+        if keep is not None and not keep(spec):
+            continue
+        cls = (swap or {}).get(spec.type)
+        out.append(registry.build(spec, where, topology=topology) if cls is None else
+                   cls(spec.instance, registry.options(spec, where), topology=topology))
+    return out
 
 
 def by_time(batch: SampleBatch) -> list[SampleBatch]:
@@ -103,11 +123,8 @@ class DetectionChain:
         self.table = FeatureTable()
         self.detectors = detectors if detectors is not None else build_detectors(settings,
                                                                                  topology)
-        self.correlator = Correlator(topology, settings.correlator)
-        self.book = AlertBook(settings.update_every_s)
-        #: what remediation holds in maintenance (an input, like the topology): what it causes
-        #: is restated as expected, never a root cause (pipeline.maintenance)
-        self.maintenance = MaintenanceBook()
+        #: the fabric side of each step (correlator, maintenance, alert book)
+        self.fabric = FabricChain(settings, topology)
         self.now_ns = 0
         self.stats = ChainStats()
 
@@ -154,15 +171,36 @@ class DetectionChain:
             return parts[0]
         return np.unique(np.concatenate(parts))
 
+    @property
+    def correlator(self) -> Correlator:
+        return self.fabric.correlator
+
+    @property
+    def book(self) -> AlertBook:
+        return self.fabric.book
+
+    @property
+    def maintenance(self) -> MaintenanceBook:
+        return self.fabric.maintenance
+
     def step(self, frame: Frame) -> list[Alert]:
         self.stats.steps += 1
+        symptoms = self.judge(frame)
+        self.stats.symptoms = len(symptoms)
+        return self.decide(symptoms, frame)
+
+    def judge(self, frame: Frame) -> list[Alert]:
+        """Every detector on the frame: the symptoms active now."""
         symptoms: list[Alert] = []
         for detector in self.detectors:
             symptoms.extend(detector.observe(frame, frame.now_ns))
-        self.stats.symptoms = len(symptoms)
-        alerts = self.maintenance.restate(self.correlator.correlate(symptoms, frame))
-        self.stats.incidents = sum(1 for a in alerts if a.root_cause)
-        return self.book.reconcile(alerts, frame.now_ns)
+        return symptoms
+
+    def decide(self, symptoms: list[Alert], frame: Frame) -> list[Alert]:
+        """The fabric side of the step: the alert state changes to publish."""
+        changes = self.fabric.decide(symptoms, frame.now_ns, sample_interval_ns(frame))
+        self.stats.incidents = self.fabric.incidents
+        return changes
 
     def health(self) -> dict[str, Any]:
         return {"now_ns": self.now_ns, "chain": self.stats.__dict__.copy(),

@@ -44,7 +44,8 @@ class AlertBook:
                 self.counts["firing"] += 1
                 out.append(alert)
                 continue
-            kept = alert.model_copy(update={"starts_ns": prev.starts_ns})
+            kept = (alert if alert.starts_ns == prev.starts_ns
+                    else alert.model_copy(update={"starts_ns": prev.starts_ns}))
             self.firing[fp] = kept
             changed = any(getattr(kept, f) != getattr(prev, f) for f in _VERDICT)
             if changed or now_ns - self._published_ns[fp] >= self.update_every_ns:
@@ -58,6 +59,14 @@ class AlertBook:
             self.counts["resolved"] += 1
             out.append(prev.model_copy(update={"ends_ns": end, "updated_ns": end}))
         return out
+
+    def resume(self, firing: Iterable[Alert]) -> None:
+        """Start from what an earlier book published as firing (and did not resolve): a book
+        that takes over another's work resolves what is no longer active instead of never
+        having known it."""
+        for alert in firing:
+            self.firing[alert.fingerprint] = alert
+            self._published_ns[alert.fingerprint] = alert.updated_ns
 
     def active(self) -> list[Alert]:
         return list(self.firing.values())

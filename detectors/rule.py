@@ -170,6 +170,7 @@ class DeviceRule(Detector, Generic[Opts]):
     def observe(self, frame: Frame, now_ns: int) -> list[Alert]:
         ports = frame.ports
         touched = frame.touched[ports.kind[frame.touched] != 3]
+        due: list[tuple[int, NDArray[np.int64], int]] = []  # switches with a new sample time
         for did in np.unique(ports.device_id[touched]).tolist():
             if not ports.is_switch(did):
                 continue
@@ -181,29 +182,47 @@ class DeviceRule(Detector, Generic[Opts]):
             if ts <= self.last_eval.get(did, -1):
                 continue
             self.last_eval[did] = ts
-            at = At.driven_by(frame, pids, np.full(pids.size, ts, np.int64), self._driver)
-            v = self.evaluate_device(frame, did, at)
-            self._advance(frame, did, ts, v)
+            due.append((did, pids, ts))
+        if not due:
+            return self.symptoms.alerts()
+        # one At over every due switch's ports: each signal is computed once, for all of them,
+        # and each switch is judged on its part (the same values as an At of its own)
+        sizes = [pids.size for _, pids, _ in due]
+        whole = At.driven_by(frame, np.concatenate([pids for _, pids, _ in due]),
+                             np.repeat(np.array([ts for _, _, ts in due], np.int64), sizes),
+                             self._driver)
+        verdicts = []
+        lo = 0
+        for (did, _, _), size in zip(due, sizes, strict=True):
+            verdicts.append(self.evaluate_device(frame, did, whole.split(slice(lo, lo + size))))
+            lo += size
+        self._advance(frame, due, verdicts)
         return self.symptoms.alerts()
 
     @abstractmethod
     def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:
         """Judge one switch from its ports ``at.pids`` at one sample time."""
 
-    def _advance(self, frame: Frame, did: int, ts: int, v: DeviceVerdict) -> None:
-        key = np.array([did], np.int64)
-        known = None if v.known is None else np.array([v.known])
-        fired, cleared = self.persistence.step(key, np.array([v.bad]), np.array([v.good]),
-                                               np.array([ts], np.int64), known=known)
-        if cleared.size:
-            self.symptoms.clear(did)
-        if not self.persistence.is_firing(key)[0]:
-            return
-        device = frame.ports.names.devices[did]
-        if fired.size or did not in self.symptoms.active:
-            self.symptoms.fire(did, name=self.symptom, entity=device, ports=v.ports,
-                               labels={"device": device}, evidence=v.evidence,
-                               onset_ns=int(self.persistence.onset_ns[did]), ts_ns=ts,
-                               severity=self.severity)
-        elif v.bad or v.good:
-            self.symptoms.update(did, v.evidence, ts)
+    def _advance(self, frame: Frame, due: list[tuple[int, NDArray[np.int64], int]],
+                 verdicts: list[DeviceVerdict]) -> None:
+        """Every judged switch's verdict through the persistence at once, then its symptom."""
+        keys = np.array([did for did, _, _ in due], np.int64)
+        fired, cleared = self.persistence.step(
+            keys, np.array([v.bad for v in verdicts]), np.array([v.good for v in verdicts]),
+            np.array([ts for _, _, ts in due], np.int64),
+            known=np.array([bool(v.known) for v in verdicts]))
+        fired_set, cleared_set = set(fired.tolist()), set(cleared.tolist())
+        firing = self.persistence.is_firing(keys)
+        for (did, _, ts), v, on in zip(due, verdicts, firing.tolist(), strict=True):
+            if did in cleared_set:
+                self.symptoms.clear(did)
+            if not on:
+                continue
+            device = frame.ports.names.devices[did]
+            if did in fired_set or did not in self.symptoms.active:
+                self.symptoms.fire(did, name=self.symptom, entity=device, ports=v.ports,
+                                   labels={"device": device}, evidence=v.evidence,
+                                   onset_ns=int(self.persistence.onset_ns[did]), ts_ns=ts,
+                                   severity=self.severity)
+            elif v.bad or v.good:
+                self.symptoms.update(did, v.evidence, ts)

@@ -49,6 +49,8 @@ class SeriesIndex:
         self._vocab_cache: dict[int, tuple[tuple[str, ...], NDArray[np.int64]]] = {}
         #: the series keys of the last batch and their ids: a stream repeats its layout
         self._last: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+        #: the last batch's rows (vocabularies and code columns) and their ids
+        self._last_rows: tuple[SampleBatch, BatchIds] | None = None
         #: the last vocabularies seen and their (device code × port code) → port id table
         self._pair_table: tuple[tuple[str, ...], tuple[str, ...], NDArray[np.int64]] | None = \
             None
@@ -113,15 +115,20 @@ class SeriesIndex:
         if n == 0:
             empty = np.empty(0, np.int64)
             return BatchIds(empty, empty)
+        seen = self._last_rows
+        if seen is not None and _same_rows(seen[0], batch):
+            return seen[1]  # the very rows of the last batch (a live stream's next poll)
         port = self._port_ids(batch)
         qual = np.clip(batch.qual.astype(np.int64), -1, _QUAL_MAX) + 1
         metric = batch.metric.astype(np.int64) << _QUAL_BITS
         key = (port << (_METRIC_BITS + _QUAL_BITS)) | metric | qual
         last = self._last
         if last is not None and last[0].shape == key.shape and np.array_equal(last[0], key):
-            return BatchIds(port, last[1])  # the layout of the last batch again (a live stream)
+            self._last_rows = (batch, BatchIds(port, last[1]))
+            return self._last_rows[1]  # the layout of the last batch again (a live stream)
         series = self._series_ids(key)
         self._last = (key, series)
+        self._last_rows = (batch, BatchIds(port, series))
         return BatchIds(port, series)
 
     def _port_ids(self, batch: SampleBatch) -> NDArray[np.int64]:
@@ -184,3 +191,11 @@ class SeriesIndex:
             self._keys, self._key_ids = keys[order], ids[order]
             pos = np.searchsorted(self._keys, key)
         return self._key_ids[pos]
+
+
+def _same_rows(a: SampleBatch, b: SampleBatch) -> bool:
+    """Whether two batches name the same series row for row: same vocabularies and the same
+    device, port, metric and qualifier codes (their times and values may differ)."""
+    return (len(a) == len(b) and a.devices == b.devices and a.ports == b.ports
+            and np.array_equal(a.device, b.device) and np.array_equal(a.port, b.port)
+            and np.array_equal(a.metric, b.metric) and np.array_equal(a.qual, b.qual))

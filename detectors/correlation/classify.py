@@ -28,10 +28,12 @@ symptoms stay visible, unexplained, and nobody is paged for benign congestion.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from detectors.correlation.incident import Finding
 from detectors.correlation.pause_graph import PauseGraph, device_node, host_node, strongly_connected
+from detectors.rules.pfc_hold import PfcHoldOptions
 from pipeline.kinds import (
     BUFFER_CONFIG_DIFF,
     BUFFER_MISCONFIG,
@@ -127,14 +129,22 @@ def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn
     random many-to-many traffic, or the sender is a victim of congestion spreading) and is not
     converging on P. Senders are dropped until every remaining one sends at most
     ``FAIR_SHARE_SLACK`` times its share of C; the ones left converge. Senders held by a deadlock
-    are left out (the cycle throttles them, not P)."""
+    are left out (the cycle throttles them, not P). Senders that converge on several saturated
+    ports are counted at one (:func:`_one_root_each`).
+
+    For senders on P's own leaf, where their traffic goes is measured: everything the leaf's hosts
+    send either leaves by the fabric or reaches another of its hosts, so together they can send
+    P no more than the leaf's host-to-host traffic (``local_in`` of P's symptom). Held neighbours
+    that send more than ``FAIR_SHARE_SLACK`` times that send most of it up into the fabric: they
+    are held because their ingress buffers hold a little of P's queue (head-of-line blocking
+    under load that fills P from elsewhere), not because they flood P, and do not converge."""
     roots = {str(h.port): h for h in topology.hosts
              if any(_saturated(a) for a in graph.symptoms.get(str(h.port), ()))}
     out: dict[str, FanIn] = {}
     if not roots:
         return out
-    stalled = {p for cycle in _cycles(graph, _held(graph)) for p in cycle}
-    held: dict[str, list[tuple[str, float, float]]] = {}
+    stalled = {p for cycle in _cycles(graph, _held(graph, topology)) for p in cycle}
+    held: dict[str, list[tuple[str, float, float, str]]] = {}
     for host in topology.hosts:
         pausing = [a for a in graph.symptoms.get(str(host.port), []) if a.name == PFC_PAUSING]
         if not pausing:
@@ -145,13 +155,18 @@ def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn
         line = host.gbps * 1e9
         sent = max(a.evidence.get("inbound", 0.0) for a in pausing) * line
         for root in below & set(roots):
-            held.setdefault(root, []).append((host.name, sent, line))
+            held.setdefault(root, []).append((host.name, sent, line, host.port.device))
     for root, senders in held.items():
         port = roots[root]
-        util = max((a.evidence.get("util", 0.0) for a in graph.symptoms[root]
-                    if a.name == EGRESS_OVERSUBSCRIBED), default=0.0)
+        flooded = [a for a in graph.symptoms[root] if a.name == EGRESS_OVERSUBSCRIBED]
+        util = max((a.evidence.get("util", 0.0) for a in flooded), default=0.0)
         capacity = util * port.gbps * 1e9
+        local_in = min((a.evidence.get("local_in", math.inf) for a in flooded), default=math.inf)
+        local = [s for s in senders if s[3] == port.port.device]
+        local_bps = local_in * port.gbps * 1e9
         conv = senders
+        if sum(s[1] for s in local) > FAIR_SHARE_SLACK * local_bps:
+            conv = [s for s in senders if s not in local]
         while conv:
             share = capacity / len(conv)
             keep = [s for s in conv if s[1] <= FAIR_SHARE_SLACK * share]
@@ -163,7 +178,37 @@ def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn
         sent = sum(s[1] for s in conv)
         out[root] = FanIn([s[0] for s in conv], sum(s[2] for s in conv) / max(capacity, 1.0),
                           capacity / max(sent, 1.0))
-    return out
+    return _one_root_each(out, {root: _congestion(graph.symptoms[root]) for root in out})
+
+
+def _congestion(symptoms: list[Alert]) -> tuple[float, float, float]:
+    """How plainly a saturated port is congested, to choose between roots: the ECN marking it
+    shows (-1 where its switch reports none), its standing queue, its utilisation."""
+    flooded = [a for a in symptoms if a.name == EGRESS_OVERSUBSCRIBED]
+
+    def most(key: str, none: float) -> float:
+        found = [v for a in flooded if math.isfinite(v := a.evidence.get(key, none))]
+        return max(found, default=none)
+
+    return most("ecn", -1.0), most("queue_bytes", -1.0), most("util", 0.0)
+
+
+def _one_root_each(fan_ins: dict[str, FanIn],
+                   congestion: dict[str, tuple[float, float, float]]) -> dict[str, FanIn]:
+    """The fan-ins left when held senders are counted at one root each. A NIC is held by the
+    congestion its paused traffic waits behind, but its pause tree can reach several saturated
+    host ports (the senders of one incast pause spines that also feed a busy neighbour), and each
+    of them would count it. Strongest first (most converging senders, then the more plainly
+    congested port, :func:`_congestion`), a root whose senders are mostly a stronger root's is
+    that root's echo, not an incast of its own."""
+    kept: dict[str, FanIn] = {}
+    for root in sorted(fan_ins, key=lambda r: (-len(fan_ins[r].senders),
+                                               tuple(-x for x in congestion[r]), r)):
+        mine = set(fan_ins[root].senders)
+        if any(2 * len(mine & set(k.senders)) > len(mine) for k in kept.values()):
+            continue
+        kept[root] = fan_ins[root]
+    return kept
 
 
 def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
@@ -212,7 +257,7 @@ def device_findings(graph: PauseGraph, device_symptoms: list[Alert],
 
 def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
     """Cycles of the wait-for graph among ports that are all persistently stuck."""
-    held = _held(graph)
+    held = _held(graph, topology)
     out = []
     for cycle in _cycles(graph, held):
         ports = sorted(cycle)
@@ -233,10 +278,30 @@ def _saturated(alert: Alert) -> bool:
     return alert.name == EGRESS_OVERSUBSCRIBED and alert.evidence.get("util", 1.0) >= SATURATED_UTIL
 
 
-def _held(graph: PauseGraph) -> dict[str, Alert]:
-    """Ports persistently held in XOFF, with the symptom that says so."""
-    return {port: next(a for a in alerts if a.name == PFC_HOLD)
-            for port, alerts in graph.symptoms.items() if any(a.name == PFC_HOLD for a in alerts)}
+#: the stuck test of :mod:`detectors.rules.pfc_hold`, applied from the pausing end
+_STUCK = PfcHoldOptions()
+
+
+def _held(graph: PauseGraph, topology: Topology) -> dict[str, Alert]:
+    """Ports persistently held in XOFF, with the symptom that says so.
+
+    A pause is one fact seen from two ends: a port whose peer has been pausing it (``pfc_pausing``
+    there, two samples at least) for most of the last interval while nothing arrived from it is
+    held as surely as its own ``pfc_hold`` says, and is known to be as soon as either switch's
+    samples are in (one end's telemetry can be late: an SNMP poll that lags, a collector that
+    fell behind). A port a paused peer still receives from is not stuck: only its own view
+    decides then."""
+    out = {port: next(a for a in alerts if a.name == PFC_HOLD)
+           for port, alerts in graph.symptoms.items() if any(a.name == PFC_HOLD for a in alerts)}
+    for label, alerts in graph.symptoms.items():
+        for a in alerts:
+            if a.name != PFC_PAUSING or a.evidence.get("pause_share", 0.0) < \
+                    _STUCK.min_pause_share or a.evidence.get("inbound", 1.0) >= _STUCK.max_drain:
+                continue
+            peer = topology.peer(Port.parse(label))
+            if peer is not None:  # a fabric link (hosts are judged from their leaf)
+                out.setdefault(str(peer), a)
+    return out
 
 
 def _cycles(graph: PauseGraph, held: dict[str, Alert]) -> list[set[str]]:

@@ -22,6 +22,8 @@ a symptom of the flap (the flap explains it), instead of standing as a second ro
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from detectors.correlation.classify import deadlock_findings, device_findings, host_findings
@@ -63,6 +65,9 @@ class Correlator:
         self.topology = topology
         self.settings = settings or CorrelatorSettings()
         self._previous: dict[str, Alert] = {}
+        #: symptom fingerprint → (the symptom, how it was restated, the restated copy): a
+        #: symptom that comes back unchanged is restated by the copy made for it last step
+        self._restated: dict[str, tuple[Alert, str, Alert]] = {}
         #: uplink-imbalance symptoms already attributed to another incident
         self._consequences: set[str] = set()
         #: the fabric's sample interval (ns): switches sampled at different moments order two
@@ -135,8 +140,13 @@ class Correlator:
 
     def correlate(self, symptoms: list[Alert], frame: Frame) -> list[Alert]:
         """Incidents and (annotated) symptoms, as active now."""
-        now = frame.now_ns
-        self._skew_ns = _interval_ns(frame)
+        return self.correlate_at(symptoms, frame.now_ns, sample_interval_ns(frame))
+
+    def correlate_at(self, symptoms: list[Alert], now: int, interval_ns: int) -> list[Alert]:
+        """:meth:`correlate` given the event time and the fabric's sample interval (ns) rather
+        than a frame: what a correlator fed by other processes' symptoms knows
+        (:mod:`detectors.partition`)."""
+        self._skew_ns = interval_ns
         found = self.findings(symptoms)
         owner: dict[str, Alert] = {}  # symptom fingerprint → the incident that explains it
         incidents: list[Alert] = []
@@ -150,16 +160,33 @@ class Correlator:
         out = list(incidents)
         out.extend(self._demoted(incidents, now))
         if self.settings.publish_symptoms:
+            restated: dict[str, tuple[Alert, str, Alert]] = {}
             for s in symptoms:
-                cause = owner.get(s.fingerprint)
+                fp = s.fingerprint
+                cause = owner.get(fp)
                 if cause is not None:
-                    out.append(s.model_copy(update={"inhibited_by": cause.fingerprint}))
+                    out.append(self._restate(restated, fp, s, cause.fingerprint,
+                                             {"inhibited_by": cause.fingerprint}))
                 elif s.name in _BENIGN_ALONE:
-                    out.append(s.model_copy(update={"severity": Severity.INFO}))
+                    out.append(self._restate(restated, fp, s, "", {"severity": Severity.INFO}))
                 else:
                     out.append(s)
+            self._restated = restated
         self._previous = {a.fingerprint: a for a in incidents}
         return out
+
+    def _restate(self, restated: dict[str, tuple[Alert, str, Alert]], fp: str, s: Alert,
+                 how: str, update: dict[str, Any]) -> Alert:
+        """``s`` with ``update``: the copy of the last step when ``s`` is the same object
+        restated the same way (alerts are frozen), else a new one. A storm's thousands of
+        inhibited symptoms otherwise cost a model copy each, every step."""
+        hit = self._restated.get(fp)
+        if hit is not None and hit[0] is s and hit[1] == how:
+            copy = hit[2]
+        else:
+            copy = s.model_copy(update=update)
+        restated[fp] = (s, how, copy)
+        return copy
 
     def _demoted(self, incidents: list[Alert], now: int) -> list[Alert]:
         """A link_down of the last step whose link now flaps becomes a symptom of the flap."""
@@ -196,7 +223,7 @@ def _rank(kind: str) -> int:
     return _PRECEDENCE.index(kind) if kind in _PRECEDENCE else len(_PRECEDENCE)
 
 
-def _interval_ns(frame: Frame) -> int:
+def sample_interval_ns(frame: Frame) -> int:
     """The typical time between a port's samples (0 before any rate exists)."""
     dt = frame.table.dt[:, col("if_out_octets")] if frame.table.n_ports else np.empty(0)
     dt = dt[np.isfinite(dt)]

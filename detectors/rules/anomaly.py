@@ -26,7 +26,15 @@ from sklearn.ensemble import IsolationForest
 from detectors.base import DetectorOptions, grown
 from detectors.features import Frame, col
 from detectors.rule import PortRule, Verdict
-from detectors.signals import At, corruption, ecn_fraction, pause_share, rx_util, tx_util
+from detectors.signals import (
+    At,
+    companion,
+    corruption,
+    ecn_fraction,
+    pause_share,
+    rx_util,
+    tx_util,
+)
 from pipeline.kinds import ANOMALY
 from pipeline.topology.model import Topology
 
@@ -74,8 +82,8 @@ class Anomaly(PortRule[AnomalyOptions]):
         rx_share, _ = pause_share(frame, at, "rx")
         tx_share, _ = pause_share(frame, at, "tx")
         corrupt, _ = corruption(frame, at)
-        sent = frame.table.fresh(at.pids, col("if_out_pkts"), at.ts, at.slack_s)
-        disc = frame.table.fresh(at.pids, col("if_out_discards"), at.ts, at.slack_s)
+        sent = companion(frame, at, col("if_out_pkts"))
+        disc = companion(frame, at, col("if_out_discards"))
         with np.errstate(invalid="ignore", divide="ignore"):
             discards = np.where(sent > 0, disc / sent, 0.0)
         x = np.column_stack([

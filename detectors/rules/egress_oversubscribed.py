@@ -6,7 +6,10 @@ itself is not pausing (a pausing receiver is a slow receiver or a stuck NIC, not
 rule raises ``egress_oversubscribed`` on such ports; whether the demand behind the queue is an
 incast or benign oversubscription is decided by the correlator from how hard the senders are
 throttled (:mod:`detectors.correlation.classify`): collective traffic keeps a receiver's demand
-near its line rate by design, an incast multiplies it by the number of senders.
+near its line rate by design, an incast multiplies it by the number of senders. Its evidence
+carries what the port could have received from its own leaf's hosts (``local_in``, a share of its
+line rate: the leaf's host-to-host traffic, :func:`~detectors.signals.switch_local_bps`), so the
+correlator can tell a neighbour held back *by* the port from one that only sends *past* it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from detectors.features import Frame
 from detectors.ports import PortKind
 from detectors.rule import PortRule, Verdict
 from detectors.rules.queue_buildup import QueueBuildupOptions, congested
-from detectors.signals import At, pause_share
+from detectors.signals import At, line_bps, pause_share, switch_local_bps
 from pipeline.kinds import EGRESS_OVERSUBSCRIBED
 
 
@@ -45,6 +48,7 @@ class EgressOversubscribed(PortRule[EgressOversubscribedOptions]):
         bad &= host_pause < self.opts.max_receiver_pause
         good |= host_pause >= 2 * self.opts.max_receiver_pause
         ev["receiver_pause"] = host_pause
+        ev["local_in"] = switch_local_bps(frame, at) / line_bps(frame, at)
         known = ev.pop("known").astype(bool)
         return Verdict(bad[:, None], good[:, None], {k: v[:, None] for k, v in ev.items()},
                        known=known[:, None])

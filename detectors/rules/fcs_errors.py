@@ -29,7 +29,7 @@ from pydantic import Field
 from detectors.base import DetectorOptions, grown
 from detectors.features import Frame, col
 from detectors.rule import PortRule, Verdict
-from detectors.signals import At, corruption
+from detectors.signals import At, companion, corruption
 from pipeline.kinds import FCS_ERRORS
 from pipeline.topology.model import Topology
 
@@ -57,7 +57,7 @@ class FcsErrors(PortRule[FcsErrorsOptions]):
         self.clean_frames = grown(self.clean_frames, frame.table.n_ports, 0.0)
         rate, fcs = corruption(frame, at)
         dt = frame.table.dt[at.pids, col("if_in_fcs_errors")]
-        pkts = frame.table.fresh(at.pids, col("if_in_pkts"), at.ts, at.slack_s)
+        pkts = companion(frame, at, col("if_in_pkts"))
         frames = np.where(np.isfinite(pkts) & np.isfinite(dt), pkts * dt, np.nan)
         errors = np.isfinite(fcs) & (fcs > 0)
         bad = errors & (rate >= self.opts.min_rate)

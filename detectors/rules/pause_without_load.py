@@ -56,7 +56,15 @@ from pydantic import Field
 from detectors.base import DetectorOptions
 from detectors.features import Frame
 from detectors.rule import DeviceRule, DeviceVerdict
-from detectors.signals import At, ecn_fraction, lossless_tx_util, pause_share, tx_util
+from detectors.signals import (
+    F64,
+    At,
+    ecn_fraction,
+    lossless_tx_util,
+    pause_share,
+    per_port,
+    tx_util,
+)
 from pipeline.kinds import PAUSE_WITHOUT_LOAD
 from pipeline.topology.model import Topology
 
@@ -141,20 +149,11 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
 
     def _summary(self, frame: Frame, at: At) -> _Summary:
         o = self.opts
-        tx_share, measured = pause_share(frame, at, "tx")
-        rx_share, _ = pause_share(frame, at, "rx")
-        util = np.nan_to_num(tx_util(frame, at), nan=0.0)
-        ecn = ecn_fraction(frame, at)
-        sends = lossless_tx_util(frame, at) >= o.min_drain
-        ecn = np.where(sends & np.isfinite(ecn), ecn, np.nan)
-        scaled = np.where(measured > 0, tx_share, tx_share / o.frame_overstatement)
-        per_port = np.nanmax(np.where(np.isfinite(scaled), scaled, 0.0), axis=1)
+        per_port, paused, util, ecn = _port_signals(frame, at, o.min_drain, o.frame_overstatement)
         pausing = per_port >= o.min_share
         return _Summary(float(per_port.max(initial=0.0)),
                         float(per_port.mean()) if per_port.size else 0.0,
-                        float(np.nanmax(np.where(np.isfinite(rx_share), rx_share, 0.0),
-                                        initial=0.0)),
-                        float(util.max(initial=0.0)),
+                        float(paused.max(initial=0.0)), float(util.max(initial=0.0)),
                         float(np.nanmax(ecn)) if np.isfinite(ecn).any() else float("nan"),
                         tuple(frame.ports.label(int(p)) for p in at.pids[pausing]))
 
@@ -235,6 +234,25 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
         shallow = (me.ecn * o.peer_factor < least and least >= o.min_ecn
                    and me.paused < o.held_share and me.ecn < o.min_ecn)
         return shallow, me.ecn * o.peer_factor / 2 >= least
+
+
+@per_port
+def _port_signals(frame: Frame, at: At, min_drain: float, overstatement: float
+                  ) -> tuple[F64, F64, F64, F64]:
+    """Per port (once over every switch judged, :func:`~detectors.signals.per_port`): the most it
+    paused a neighbour (share of time, frame bounds divided by ``overstatement``), the most it
+    was paused, its egress utilisation, and its highest ECN marking on queues that send at least
+    ``min_drain`` (NaN: not reported)."""
+    tx_share, measured = pause_share(frame, at, "tx")
+    rx_share, _ = pause_share(frame, at, "rx")
+    util = np.nan_to_num(tx_util(frame, at), nan=0.0)
+    ecn = ecn_fraction(frame, at)
+    sends = lossless_tx_util(frame, at) >= min_drain
+    ecn = np.where(sends & np.isfinite(ecn), ecn, np.nan)
+    scaled = np.where(measured > 0, tx_share, tx_share / overstatement)
+    pausing = np.max(np.where(np.isfinite(scaled), scaled, 0.0), axis=1)
+    paused = np.max(np.where(np.isfinite(rx_share), rx_share, 0.0), axis=1)
+    return pausing, paused, util, np.fmax.reduce(ecn, axis=1)
 
 
 def _role(device: str, topology: Topology | None) -> str:

@@ -36,7 +36,7 @@ from detectors.ports import PortKind
 from detectors.rule import DeviceRule, DeviceVerdict
 from detectors.signals import At, pause_share, tx_util
 from pipeline.kinds import UPLINK_IMBALANCE
-from pipeline.topology.model import Topology
+from pipeline.topology.model import LEAF, SPINE, Topology
 
 
 class UplinkImbalanceOptions(DetectorOptions):
@@ -62,7 +62,8 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         self.seen: dict[int, int] = {}
         self.base: dict[int, float] = {}
         #: per device: (its port ids when judged, which of them are the group, which feed it)
-        self._groups: dict[int, tuple[NDArray[np.int64], NDArray[np.bool_],
+        #: (None for a switch with no group up, remembered like the others)
+        self._groups: dict[int, tuple[NDArray[np.int64], NDArray[np.bool_] | None,
                                       NDArray[np.bool_]]] = {}
 
     def _group(self, frame: Frame, did: int, pids: NDArray[np.int64]
@@ -73,22 +74,23 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         device)."""
         known = self._groups.get(did)
         if known is not None and np.array_equal(known[0], pids):
-            return known[1], known[2]
+            return None if known[1] is None else (known[1], known[2])
         topo = self.topology
         device = frame.ports.names.devices[did]
         kind = frame.ports.kind[pids]
-        if topo is None or device in topo.leaves:
+        up: NDArray[np.bool_] | None
+        if topo is None or topo.role(device) == LEAF:
             up, feeding = kind == PortKind.FABRIC, kind == PortKind.HOST
-        elif device in topo.spines and topo.agg_uplinks(device):
+        elif topo.role(device) == SPINE and topo.agg_uplinks(device):
             mine = {str(ln.a) if ln.a.device == device else str(ln.b)
                     for ln in topo.agg_uplinks(device)}
             labels = np.array([frame.ports.label(int(p)) in mine for p in pids], bool)
             up = labels & (kind == PortKind.FABRIC)
             feeding = ~labels & (kind == PortKind.FABRIC)
         else:
-            return None
+            up, feeding = None, kind == PortKind.HOST
         self._groups[did] = (pids.copy(), up, feeding)
-        return up, feeding
+        return None if up is None else (up, feeding)
 
     def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:
         o = self.opts
@@ -132,10 +134,9 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         if not warm or (near and not self.persistence.is_firing(np.array([did]))[0]):
             self.seen[did] = n + 1
             self.base[did] = top if n == 0 else base + o.baseline_alpha * (top - base)
-        labels = [frame.ports.label(int(p)) for p in at.pids[usable]]
         return DeviceVerdict(bad, good and not bad,
                              {"imbalance": imbalance, "hot_util": float(util[hot]),
                               "host_pause": float(held),
                               "hot_share": top, "baseline_share": base,
                               "members": float(util.size)},
-                             (labels[hot],), known=True)
+                             (frame.ports.label(int(at.pids[usable][hot])),), known=True)

@@ -134,6 +134,49 @@ def test_an_incast_is_senders_converging_on_one_receiver_not_load_spread_over_ma
     assert [(a.name, a.evidence["senders"]) for a in roots] == [("incast", 4.0)]
 
 
+def test_senders_held_behind_an_incast_make_no_second_incast_of_a_busy_port_beside_it() -> None:
+    # host9's two senders are held through spine1, which also feeds host10 (leaf3:Ethernet2),
+    # at line rate under other load: their pause trees reach both saturated ports. They are
+    # counted once, where they explain the most: host9, whose queue stands (ECN marks); host10,
+    # whose switch shows no ECN, is busy, not a second incast
+    incast = _fan_in(("leaf1:Ethernet1", 0.48), ("leaf2:Ethernet3", 0.5))
+    incast[0] = sym("egress_oversubscribed", "leaf3:Ethernet1", util=1.0, ecn=0.5)
+    busy = [sym("egress_oversubscribed", "leaf3:Ethernet2", util=0.99),
+            sym("queue_buildup", "leaf3:Ethernet2", util=0.99)]
+    roots, _ = correlate(WIDE, incast + busy)
+    assert [(a.name, a.entity, a.evidence["senders"]) for a in roots] == [("incast", "host9", 2.0)]
+    # the same two held senders and two ports alike: still one incast, never two
+    alike = [a.model_copy(update={"evidence": {"util": 1.0}})
+             if a.name == "egress_oversubscribed" else a for a in incast + busy]
+    assert len(correlate(WIDE, alike)[0]) == 1
+
+
+def _neighbours_held(local_in: float) -> list[Alert]:
+    """host9 (leaf3:Ethernet1) at line rate; leaf3 holds back its two other hosts, each sending
+    half its line rate; ``local_in``: leaf3's host-to-host traffic over host9's line rate."""
+    return [sym("egress_oversubscribed", "leaf3:Ethernet1", util=0.96, local_in=local_in),
+            sym("queue_buildup", "leaf3:Ethernet1", util=0.96),
+            sym("pfc_pausing", "leaf3:Ethernet2", inbound=0.5, throttle=0.5, measured=0.0),
+            sym("pfc_pausing", "leaf3:Ethernet3", inbound=0.49, throttle=0.51, measured=0.0)]
+
+
+def test_neighbours_that_can_carry_little_of_the_receivers_traffic_make_no_incast() -> None:
+    # uniform traffic: host9 receives from many senders a little more than its line rate; two
+    # hosts on its own leaf are held (their ingress buffers hold some of its queue), but the leaf
+    # carries only 14 % of host9's line rate host to host: most of what they send goes up into
+    # the fabric, and host9 is full of traffic from senders it does not hold back. Load
+    assert correlate(WIDE, _neighbours_held(0.14))[0] == []
+    # the line: together they send at most twice what the leaf carries host to host
+    assert correlate(WIDE, _neighbours_held(0.49))[0] == []
+    roots, _ = correlate(WIDE, _neighbours_held(0.5))
+    assert [(a.name, a.entity, a.evidence["senders"]) for a in roots] == [("incast", "host9", 2.0)]
+    # a switch that did not say (a port without a fresh rate) leaves the senders as they were
+    roots, _ = correlate(WIDE, [a.model_copy(update={"evidence": {"util": 0.96}})
+                                if a.name == "egress_oversubscribed" else a
+                                for a in _neighbours_held(0.14)])
+    assert [(a.name, a.entity) for a in roots] == [("incast", "host9")]
+
+
 def _flooded(util: float) -> list[Alert]:
     return [sym("egress_oversubscribed", "leaf3:Ethernet1", util=util),
             sym("queue_buildup", "leaf3:Ethernet1", util=util),
@@ -162,6 +205,27 @@ def test_a_cycle_of_held_ports_is_one_deadlock_on_its_links():
     roots, _ = correlate(TOPO, cycle)
     assert len(roots) == 1 and roots[0].name == "pfc_deadlock"
     assert roots[0].entity == "leaf1~spine1,leaf1~spine2,leaf2~spine1,leaf2~spine2"
+
+
+def _spines_view(share: float, inbound: float) -> list[Alert]:
+    """The cycle of the test above as the spines see it, the leaves' telemetry late: each spine
+    holds its own port down (``pfc_hold``) and pauses the leaf port that feeds it."""
+    return [sym("pfc_hold", "spine1:Ethernet2"), sym("pfc_hold", "spine2:Ethernet1"),
+            *(sym("pfc_pausing", p, pause_share=share, inbound=inbound, measured=1.0)
+              for p in ("spine1:Ethernet1", "spine2:Ethernet2"))]
+
+
+def test_a_deadlock_is_seen_from_either_end_of_its_links() -> None:
+    # spine1 pauses leaf1:Ethernet3 all the time and receives nothing from it: that port is
+    # held, whether or not leaf1's own samples have said so yet
+    roots, _ = correlate(TOPO, _spines_view(1.0, 0.0))
+    assert [(a.name, a.entity) for a in roots] == [
+        ("pfc_deadlock", "leaf1~spine1,leaf1~spine2,leaf2~spine1,leaf2~spine2")]
+    assert set(roots[0].ports) == {"leaf1:Ethernet3", "spine1:Ethernet2", "leaf2:Ethernet4",
+                                   "spine2:Ethernet1"}
+    # a peer that still sends, or one paused only part of the time, is not known to be stuck
+    assert correlate(TOPO, _spines_view(1.0, 0.3))[0] == []
+    assert correlate(TOPO, _spines_view(0.3, 0.0))[0] == []
 
 
 def test_held_ports_that_do_not_close_a_cycle_are_no_deadlock():

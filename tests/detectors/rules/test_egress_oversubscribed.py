@@ -3,7 +3,8 @@ that is not pausing (an incast candidate; the correlator decides from the sender
 
 from __future__ import annotations
 
-from tests.detectors.conftest import LINE, active, chain_of, run
+from pipeline.topology.model import Topology
+from tests.detectors.conftest import LINE, Feed, active, chain_of, run
 
 HOST_PORT = "leaf2:Ethernet1"  # faces host3
 MARKED = 0.3 * LINE / 8 / 4150
@@ -38,3 +39,20 @@ def test_a_saturated_fabric_port_is_not_a_host_egress(topo, feed):
     feed.set("spine1:Ethernet2", queue_ecn_marked_pkts__3=MARKED)
     run(chain, feed, 4)
     assert not active(chain)
+
+
+def test_the_symptom_says_how_much_the_leaf_carries_host_to_host(topo: Topology,
+                                                                feed: Feed) -> None:
+    # leaf2's hosts send 130 % + 30 % of a line rate, its uplinks carry 30 % + 30 % of it up:
+    # one line rate stays on the leaf, the most host3 can receive from its neighbours
+    chain = chain_of(topo, "egress_oversubscribed")
+    feed.load(HOST_PORT, 1.0)
+    feed.set(HOST_PORT, queue_ecn_marked_pkts__3=MARKED, if_in_octets=1.3 * LINE / 8)
+    run(chain, feed, 3)
+    found = active(chain)[("egress_oversubscribed", HOST_PORT)]
+    assert abs(found.evidence["local_in"] - 1.0) < 1e-3
+    # what its hosts send all goes up: nothing of it can reach host3 from the leaf
+    for up in ("leaf2:Ethernet3", "leaf2:Ethernet4"):
+        feed.set(up, if_out_octets=0.8 * LINE / 8)
+    run(chain, feed, 2)
+    assert active(chain)[("egress_oversubscribed", HOST_PORT)].evidence["local_in"] == 0.0
