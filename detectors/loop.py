@@ -10,6 +10,9 @@ remediation holds drained or isolated, :mod:`pipeline.maintenance`) comes from t
 (group ``<group>-maintenance``): an input like the topology, read before each step's samples.
 The devices' LLDP reports come from the neighbors topic (group ``<group>-topology``) into the
 topology watch (:mod:`detectors.topology`), whose incidents are published like the chain's.
+
+With ``detection.mode: partitioned`` the role is a worker of partitioned detection instead
+(:mod:`detectors.partition.service`): the same engine, publishing symptoms for the correlator.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from detectors.settings import DetectionSettings
 from detectors.topology import TopologyWatch
 from pipeline.bus.base import Consumer, Message, Producer, Topics
 from pipeline.errors import DecodeError
+from pipeline.maintenance import MaintenanceBook
 from pipeline.model import Alert, SampleBatch
 from pipeline.stage import CoreSettings, StageContext
 from pipeline.wire.actions import decode_actions
@@ -55,6 +59,9 @@ class EngineStats:
 
 class Engine:
     """One detect consumer and its chain."""
+
+    #: the key of the chain's alert messages (the topology watch's are always ``detect``)
+    alerts_key = b"detect"
 
     def __init__(self, consumer: Consumer, producer: Producer, topics: Topics,
                  chain: DetectionChain, max_records: int = 2000, group: str = "detect",
@@ -88,14 +95,22 @@ class Engine:
         if not msgs:
             return 0
         t0 = time.perf_counter()
-        batches = [b for b in (self.decode(m) for m in msgs) if b is not None]
-        changes = self.chain.observe(batches) if batches else []
-        self.publish(changes)
+        self.publish(self.handle(msgs))
         self.letters.flush()
         self.consumer.commit()
         self.stats.messages += len(msgs)
         self.stats.last_step_s = time.perf_counter() - t0
         return len(msgs)
+
+    def handle(self, msgs: list[Message]) -> list[Alert]:
+        """One poll's messages through the chain: the alert changes to publish."""
+        batches = [b for b in (self.decode(m) for m in msgs) if b is not None]
+        return self.chain.observe(batches) if batches else []
+
+    @property
+    def maintenance_book(self) -> MaintenanceBook:
+        """Where the maintenance records go: the book of the chain that correlates."""
+        return self.chain.maintenance
 
     def learn_maintenance(self) -> None:
         """Maintenance records reach the chain before the samples that show what it causes
@@ -108,9 +123,9 @@ class Engine:
             try:
                 results = decode_actions(msg.value).items
             except DecodeError:
-                self.chain.maintenance.bad += 1
+                self.maintenance_book.bad += 1
                 continue
-            self.stats.maintenance_records += self.chain.maintenance.apply_results(results)
+            self.stats.maintenance_records += self.maintenance_book.apply_results(results)
         if msgs:
             self.maintenance.commit()
 
@@ -128,14 +143,14 @@ class Engine:
             except DecodeError:
                 self.stats.undecodable += 1
         if reports:
-            self.publish(self.topology.observe(reports))
+            self.publish(self.topology.observe(reports), key=b"detect")
         if msgs:
             self.neighbors.commit()
 
-    def publish(self, changes: list[Alert]) -> None:
+    def publish(self, changes: list[Alert], key: bytes | None = None) -> None:
         if not changes:
             return
-        self.producer.send(self.topics.alerts, encode_alerts(changes), key=b"detect")
+        self.producer.send(self.topics.alerts, encode_alerts(changes), key=key or self.alerts_key)
         self.producer.flush()
         self.stats.published += len(changes)
 
@@ -153,8 +168,13 @@ class Engine:
 
 
 def run(ctx: StageContext[WithDetection], stop: threading.Event) -> None:
-    """The detect role's loop."""
+    """The detect role's loop (a partitioned deployment's worker: detectors.partition)."""
     settings = ctx.settings.detection
+    if settings.mode == "partitioned":
+        from detectors.partition.service import run_worker
+
+        run_worker(ctx, stop)
+        return
     ctx.bus.ensure_topics(ctx.topics.all())
     chain = DetectionChain(settings, ctx.topology)
     engine = Engine(ctx.bus.consumer([ctx.topics.samples], settings.group), ctx.bus.producer(),
@@ -163,6 +183,11 @@ def run(ctx: StageContext[WithDetection], stop: threading.Event) -> None:
                                                  f"{settings.group}-maintenance"),
                     neighbors=ctx.bus.consumer([ctx.topics.neighbors],
                                                f"{settings.group}-topology"))
+    serve(ctx, engine, stop)
+
+
+def serve(ctx: StageContext[WithDetection], engine: Engine, stop: threading.Event) -> None:
+    """Step a detect engine until ``stop``, its health and metrics published."""
     ctx.health["detect"] = engine.health
     step_seconds = watch(ctx.metrics, engine.health)
     try:

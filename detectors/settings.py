@@ -1,7 +1,9 @@
-"""The ``detection`` section of the config: which detectors run, the rate/engine knobs, and the
-correlator's."""
+"""The ``detection`` section of the config: which detectors run, the rate/engine knobs, the
+correlator's, and how detection is spread over processes (``mode``)."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -15,6 +17,17 @@ class CorrelatorSettings(Strict):
     publish_symptoms: bool = True
 
 
+class PartitionSettings(Strict):
+    """Knobs of partitioned detection (``mode: partitioned``, :mod:`detectors.partition`)."""
+
+    #: a correlator that starts (or takes over) waits this many sample intervals of event time
+    #: before its first step, so every live worker has reported the devices it owns
+    warmup_intervals: float = Field(1.0, ge=0)
+    #: a worker not heard from for this many sample intervals of event time is gone: its
+    #: symptoms no longer count (its devices are reported by their new owners)
+    expire_intervals: float = Field(10.0, gt=1)
+
+
 class DetectionSettings(Strict):
     """``detectors`` empty means every registered detector with its default options."""
 
@@ -24,3 +37,9 @@ class DetectionSettings(Strict):
     #: a firing alert's evidence is re-published at most this often (event-time seconds)
     update_every_s: Duration = Field(10.0, gt=0)
     correlator: CorrelatorSettings = CorrelatorSettings()
+    #: ``single``: the detect role runs the whole chain (detectors and correlator) on the samples
+    #: it reads: one detect process per deployment. ``partitioned``: each detect process judges
+    #: its share of the samples partitions and publishes symptoms; the ``correlate`` role (one
+    #: process holds the ``correlator`` lease, others stand by) correlates them fabric-wide
+    mode: Literal["single", "partitioned"] = "single"
+    partition: PartitionSettings = PartitionSettings()

@@ -4,7 +4,8 @@ Roles map to the stage loops they run::
 
     collect    collectors.loop.run      devices → samples topic
     ingest     pipeline.ingest.loop.run        samples/alerts/actions topics → store
-    detect     detectors.loop.run       samples topic → alerts topic
+    detect     detectors.loop.run       samples topic → alerts topic (or, partitioned, symptoms)
+    correlate  detectors.partition.service.run_correlate  symptoms topic → alerts topic
     remediate  remediation.loop.run     alerts topic → receivers, drains → actions topic
     api        ui.api.server.run              store → REST API
 
@@ -57,6 +58,11 @@ def _detect() -> StageLoop[Settings]:
     return run
 
 
+def _correlate() -> StageLoop[Settings]:
+    from detectors.partition.service import run_correlate
+    return run_correlate
+
+
 def _remediate() -> StageLoop[Settings]:
     from remediation.loop import run
     return run
@@ -75,7 +81,21 @@ ROLES: dict[str, Callable[[], StageLoop[Settings]]] = {
     "remediate": _remediate,
     "api": _api,
 }
+#: the roles that exist only in some deployments: the fabric-wide correlator of partitioned
+#: detection (``detection.mode: partitioned``)
+PARTITIONED_ROLES: dict[str, Callable[[], StageLoop[Settings]]] = {"correlate": _correlate}
+#: every role a process can run
+KNOWN_ROLES = {**ROLES, **PARTITIONED_ROLES}
+#: what one process runs when no role is named (``correlate`` joins them when detection is
+#: partitioned: :func:`default_roles`)
 ALL_ROLES: tuple[str, ...] = tuple(ROLES)
+
+
+def default_roles(settings: Settings, roles: tuple[str, ...]) -> tuple[str, ...]:
+    """Every role of one process includes the correlator when detection is partitioned."""
+    if roles == ALL_ROLES and settings.detection.mode == "partitioned":
+        return (*roles, "correlate")
+    return roles
 
 
 def parse_roles(values: Sequence[str]) -> tuple[str, ...]:
@@ -86,14 +106,15 @@ def parse_roles(values: Sequence[str]) -> tuple[str, ...]:
         for role in (r.strip() for r in value.split(",")):
             if role and role not in roles:
                 roles.append(role)
-    unknown = [r for r in roles if r not in ROLES]
+    unknown = [r for r in roles if r not in KNOWN_ROLES]
     if unknown:
-        raise ConfigError(f"unknown role(s) {', '.join(unknown)}; roles: {', '.join(ROLES)}")
+        raise ConfigError(f"unknown role(s) {', '.join(unknown)}; roles: "
+                          f"{', '.join(KNOWN_ROLES)}")
     return tuple(roles)
 
 
 def load_loop(role: str) -> StageLoop[Settings]:
-    return ROLES[role]()
+    return KNOWN_ROLES[role]()
 
 
 def open_bus(settings: Settings) -> Bus:
@@ -124,7 +145,7 @@ class Platform:
     _watching: threading.Thread | None = None
 
     def start(self) -> StageContext[Settings]:
-        self.roles = parse_roles(self.roles)
+        self.roles = default_roles(self.settings, parse_roles(self.roles))
         check(self.settings, self.roles)
         topology = self.topology
         if topology is None and self.settings.topology:
@@ -142,7 +163,8 @@ class Platform:
             self.metrics_server = MetricsServer(self.metrics, self.settings.metrics.listen)
             self.metrics_server.start()
         # consumers first, so nothing the collectors send predates its readers
-        order = [r for r in ("ingest", "detect", "remediate", "api", "collect") if r in self.roles]
+        order = [r for r in ("ingest", "correlate", "detect", "remediate", "api", "collect")
+                 if r in self.roles]
         for role in order:
             self._spawn(role, load_loop(role))
         self.watchdog = Watchdog(self._running, bus.producer(), topics, self.settings.site)

@@ -114,10 +114,27 @@ def check(settings: Settings, roles: tuple[str, ...] = ()) -> list[str]:
         _reads("remediation.gnmi.lab_agents_file", lambda: _agents_file(gnmi.lab_agents_file))
         checked.append(f"remediation.gnmi.lab_agents_file {gnmi.lab_agents_file}: reads")
     checked.extend(check_access(settings.access))
+    checked.extend(_check_detection_mode(settings, roles))
     if settings.store.kind == "chdb" and roles and ("ingest" in roles) != ("api" in roles):
         raise ConfigError("the embedded chDB store is owned by one process: run the ingest and "
                           "api roles together, or use store.kind: clickhouse", "store.kind")
     return checked
+
+
+def _check_detection_mode(settings: Settings, roles: tuple[str, ...]) -> list[str]:
+    """The correlate role runs only with partitioned detection; on the in-process bus the
+    workers' symptoms have no reader but a correlate role of the same process."""
+    mode = settings.detection.mode
+    if "correlate" in roles and mode != "partitioned":
+        raise ConfigError("the correlate role correlates partitioned detection's symptoms: set "
+                          "detection.mode: partitioned (or run the detect role alone)",
+                          "detection.mode")
+    if mode == "partitioned" and settings.bus.kind == "memory" and roles and \
+            ("detect" in roles) != ("correlate" in roles):
+        raise ConfigError("partitioned detection on the in-process bus: run the detect and "
+                          "correlate roles in the same process, or use bus.kind: kafka",
+                          "detection.mode")
+    return [f"detection.mode {mode}"] if mode != "single" else []
 
 
 def _read_files(options: BaseModel, path: str) -> list[str]:

@@ -58,9 +58,15 @@ class Topics:
         """What devices say over LLDP (``pipeline.wire.neighbors``)."""
         return self.prefix + "neighbors"
 
+    @property
+    def symptoms(self) -> str:
+        """What partitioned detect workers found, for the correlator (``pipeline.wire.symptoms``).
+        """
+        return self.prefix + "symptoms"
+
     def all(self) -> tuple[str, ...]:
         return (self.samples, self.alerts, self.actions, self.deadletter, self.commands,
-                self.neighbors)
+                self.neighbors, self.symptoms)
 
 
 class Producer(Protocol):

@@ -108,8 +108,10 @@ def test_every_role_runs_and_the_scalable_ones_more_than_once(compose: dict[str,
         assert all(svc["depends_on"][e]["condition"] == "service_healthy"
                    for e in (*engines(compose, "apache/kafka:"),
                              *engines(compose, "clickhouse/")))
-    assert set(count) == set(ROLES)
+    assert set(count) == {*ROLES, "correlate"}
     assert count["collect"] >= 2 and count["ingest"] >= 2 and count["api"] >= 2
+    assert count["detect"] >= 2, "detection partitioned across processes"
+    assert count["correlate"] >= 2, "a correlator and a standby"
     assert count["remediate"] == 1, "one active remediation"
 
 
@@ -127,14 +129,15 @@ def test_the_collectors_split_the_targets_between_them(compose: dict[str, Any],
         "every target polled by exactly one collector"
 
 
-@pytest.mark.parametrize("service", ["collect-0", "collect-1", "ingest", "detect", "remediate",
-                                     "api"])
+@pytest.mark.parametrize("service", ["collect-0", "collect-1", "ingest", "detect", "correlate",
+                                     "remediate", "api"])
 def test_each_role_config_passes_check_config(compose: dict[str, Any], service: str,
                                               tmp_path: Path) -> None:
     role, svc = role_services(compose)[service]
     settings = container_settings(svc, tmp_path)
     check(settings, (role,))
     assert settings.bus.kind == "kafka" and settings.store.kind == "clickhouse"
+    assert settings.detection.mode == "partitioned"
 
 
 def test_published_ports_bind_loopback_only(compose: dict[str, Any]) -> None:
