@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from pipeline.errors import QueryError, StoreError
-from ui.api.client import ApiClient
+from ui.dashboard.reads import Reads
 from ui.dashboard.session import Session
 from ui.dashboard.style import md
 from ui.query.timefmt import age, clock_time
@@ -24,7 +24,7 @@ def table(actions: list[ActionView], now_ns: int) -> pd.DataFrame:
                                   "detail", "steps"])
 
 
-def audit(client: ApiClient, found: ActionList, session: Session) -> None:
+def audit(reads: Reads, found: ActionList, session: Session) -> None:
     now = found.clock.now_ns
     pending = [a for a in found.actions if a.outcome == "pending" and a.action != "maintenance"]
     if pending and not session.may("approve"):
@@ -38,8 +38,9 @@ def audit(client: ApiClient, found: ActionList, session: Session) -> None:
         for col, kind in zip(cols[1:], ("approve", "reject"), strict=True):
             if col.button(kind.title(), key=f"{kind}-{a.id}"):
                 try:
-                    client.command({"kind": kind, "target": a.target,
-                                    "comment": f"from the dashboard ({a.id})"})
+                    reads.client.command({"kind": kind, "target": a.target,
+                                          "comment": f"from the dashboard ({a.id})"})
+                    Reads.forget()
                     st.success(f"{kind} sent for {a.target}")
                 except (QueryError, StoreError) as exc:
                     st.error(f"Not sent: {exc}")

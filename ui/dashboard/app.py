@@ -12,6 +12,11 @@ switch, link and host; a big one as zones and the aggregation tier worst first, 
 on demand, the chosen incident's pause tree drawn over them), the ports that matter as a heat map
 (of the zone or switch chosen), then the incidents with their evidence and symptoms, one port's
 charts, and the actions audit.
+
+Loading fast at thousands of switches: every read goes through :mod:`ui.dashboard.reads` (one
+request per data set per run, shared by sessions for a few seconds at one fabric generation),
+the fabric's picture stays small (:mod:`ui.dashboard.hierarchy_svg`), and of the three tabs at the
+bottom only the open one runs (a port's charts are read when a person opens them).
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ import sys
 import streamlit as st
 
 from pipeline.errors import AccessDenied, ConfigError, QueryError, StoreError
-from ui.api.client import ApiClient
 from ui.dashboard import actions as dash_actions
 from ui.dashboard import fabric as dash_fabric
 from ui.dashboard import heatmap as dash_heatmap
@@ -32,24 +36,24 @@ from ui.dashboard import incidents as dash_incidents
 from ui.dashboard import port as dash_port
 from ui.dashboard.fabric_svg import PICTURE_MAX_LEAVES
 from ui.dashboard.launch import DashboardOptions, parse
-from ui.dashboard.session import Session, client_for, sign_in
+from ui.dashboard.reads import Reads
+from ui.dashboard.session import Session, sign_in
 from ui.dashboard.style import dot
 from ui.query.timefmt import clock_time, date_time
-from ui.query.views import FabricStatus, FabricView, IncidentList, TopologyView
+from ui.query.views import FabricStatus, FabricView, IncidentList
 
 REFRESH_CHOICES = (0.0, 2.0, 5.0, 10.0, 30.0)
-
-
-@st.cache_data(ttl=30, show_spinner=False)
-def _topology(api_url: str, token: str) -> TopologyView:
-    """The whole topology: only small fabrics' picture draws every link and host."""
-    return client_for(api_url, token).topology()
+#: the tabs at the bottom; only the open one runs
+TABS = ("Incidents", "Port drill-down", "Actions")
+#: the incidents tab lists what resolved since
+RESOLVED_SINCE = "now-1h"
 
 
 def _investigate(port: str) -> None:
     device, _, name = port.partition(":")
     st.session_state["dd_dev"] = device
     st.session_state["dd_port"] = name
+    st.session_state["details"] = TABS[1]
 
 
 def _small(view: FabricView) -> bool:
@@ -58,7 +62,7 @@ def _small(view: FabricView) -> bool:
     return view.tiers == 2 and leaves <= PICTURE_MAX_LEAVES
 
 
-def _default_port(client: ApiClient, view: FabricView,
+def _default_port(reads: Reads, view: FabricView,
                   found: IncidentList) -> tuple[str, str] | None:
     """The worst incident's first port (what an operator opens first), else the worst
     switch's first port."""
@@ -70,13 +74,13 @@ def _default_port(client: ApiClient, view: FabricView,
     worst = hierarchy.worst_switch(view) or (view.switches[0] if view.switches else None)
     if worst is None:
         return None
-    ports = client.fabric(switch=worst.name).ports
+    ports = reads.fabric(switch=worst.name).ports
     return (worst.name, ports[0].port.split(":", 1)[1]) if ports else None
 
 
-def _port_section(client: ApiClient, view: FabricView, found: IncidentList) -> None:
+def _port_section(reads: Reads, view: FabricView, found: IncidentList) -> None:
     if "dd_dev" not in st.session_state:
-        default = _default_port(client, view, found)
+        default = _default_port(reads, view, found)
         if default is None:
             st.info("No switches known yet: nothing to chart.")
             return
@@ -86,7 +90,7 @@ def _port_section(client: ApiClient, view: FabricView, found: IncidentList) -> N
         switches.append(st.session_state["dd_dev"])
     cols = st.columns([2, 3, 3])
     device = cols[0].selectbox("Switch", switches, key="dd_dev")
-    choices = dash_port.port_choices(client.fabric(switch=device).ports) \
+    choices = dash_port.port_choices(reads.fabric(switch=device).ports) \
         if device in {s.name for s in view.switches} else {}
     if choices:
         if st.session_state.get("dd_port") not in choices:
@@ -97,20 +101,19 @@ def _port_section(client: ApiClient, view: FabricView, found: IncidentList) -> N
         port = cols[1].text_input("Port", key="dd_port")
     span = cols[2].segmented_control("Range", dash_port.RANGES, default="15m", key="dd_span")
     if port:
-        dash_port.drill_down(client, device, port, choices.get(port, port), span or "15m")
+        dash_port.drill_down(reads, device, port, choices.get(port, port), span or "15m")
 
 
-def _fabric_section(client: ApiClient, session: Session, options: DashboardOptions,
-                    status: FabricStatus, found: IncidentList,
+def _fabric_section(reads: Reads, status: FabricStatus, found: IncidentList,
                     search: str) -> tuple[FabricView, str]:
     """The fabric's picture beside who is not ok; returns the view and the heat map's scope."""
     scope = ""
     left, right = st.columns([5, 3])
     with left:
         tree = hierarchy.tree_choice(found)
-        view = client.fabric(incident=tree or None)
+        view = reads.fabric(incident=tree or None)
         if _small(view):
-            dash_fabric.picture(_topology(options.api_url, session.token), status, search)
+            dash_fabric.picture(reads.topology(), status, search)
         else:
             group = hierarchy.group_choice(view)
             hierarchy.draw(view, group)
@@ -123,12 +126,22 @@ def _fabric_section(client: ApiClient, session: Session, options: DashboardOptio
     return view, scope
 
 
-def live(options: DashboardOptions, search: str, session: Session) -> None:
-    """Everything that refreshes: one status read, then each section."""
-    client = client_for(options.api_url, session.token)
+def live(options: DashboardOptions, search: str, session: Session, every: float) -> None:
+    """Everything that refreshes (every ``every`` seconds; 0: on a person's action): the reads
+    of the first paint at once, then each section."""
     url = options.api_url
     try:
-        status = client.status(top=10)
+        reads = Reads.start(url, session.token, every or options.refresh_s)
+        touching = search or None
+        picked = st.session_state.get("tree")
+        reads.prefetch(
+            lambda r: r.status(top=10),
+            lambda r: r.fabric(incident=hierarchy.tree_of(r.incidents(touching=touching),
+                                                          picked) or None),
+            dash_heatmap.prefetch(hierarchy.scope_now(), search),
+            *([lambda r: r.incidents(start=RESOLVED_SINCE)]
+              if st.session_state.get("details", TABS[0]) == TABS[0] else []))
+        status = reads.status(top=10)
     except AccessDenied as exc:
         st.warning(f"The API at {url} wants a token to read: sign in (sidebar). ({exc})")
         return
@@ -141,21 +154,24 @@ def live(options: DashboardOptions, search: str, session: Session) -> None:
     dash_fabric.banner(status)
     dash_fabric.counts(status)
     try:
-        found = client.incidents(touching=search or None)
-        view, scope = _fabric_section(client, session, options, status, found, search)
+        found = reads.incidents(touching=search or None)
+        view, scope = _fabric_section(reads, status, found, search)
         st.markdown("#### Ports that matter")
         switch = hierarchy.switch_choice(view, scope or hierarchy.ALL)
         if switch:
-            hierarchy.switch_detail(client, switch)
-        dash_heatmap.section(client, switch or scope, search)
-        tab_inc, tab_port, tab_act = st.tabs(["Incidents", "Port drill-down", "Actions"])
-        with tab_inc:
-            dash_incidents.incidents(client, found, _investigate, session)
-            dash_incidents.resolved_lately(client.incidents(start="now-1h"))
-        with tab_port:
-            _port_section(client, view, found)
-        with tab_act:
-            dash_actions.audit(client, client.actions(), session)
+            hierarchy.switch_detail(reads, switch)
+        dash_heatmap.section(reads, switch or scope, search)
+        tab_inc, tab_port, tab_act = st.tabs(TABS, key="details", on_change="rerun")
+        if tab_inc.open:
+            with tab_inc:
+                dash_incidents.incidents(reads, found, _investigate, session)
+                dash_incidents.resolved_lately(reads.incidents(start=RESOLVED_SINCE))
+        if tab_port.open:
+            with tab_port:
+                _port_section(reads, view, found)
+        if tab_act.open:
+            with tab_act:
+                dash_actions.audit(reads, reads.actions(), session)
     except QueryError as exc:
         st.warning(f"The API refused a request: {exc}")
     except StoreError as exc:
@@ -176,8 +192,11 @@ def main() -> None:
         st.error(f"Dashboard configuration: {exc}")
         return
     with st.sidebar:
-        st.title("rocewatch")
-        st.caption("RoCE fabric operations")
+        # the name as HTML and the links as markdown with HTML: the first things a browser draws
+        # make it fetch the code that draws the banner and the fabric's picture, while the
+        # script is still reading them (Streamlit loads each kind of element's code on first use)
+        st.html('<div style="font-size:2rem;font-weight:700;line-height:1.2">rocewatch</div>'
+                '<div style="color:#808495;font-size:0.875rem">RoCE fabric operations</div>')
         search = st.text_input("Search", key="search", placeholder="leaf3, host12, pfc_storm…",
                                help="narrows the not-ok list and the incidents").strip()
         refresh = options.refresh_s
@@ -187,9 +206,10 @@ def main() -> None:
                              format_func=lambda s: f"every {s:g} s" if s else "off")
         session = sign_in(options)
         url = options.api_url
-        st.markdown(f"[API docs]({url}/docs) · [health]({url}/healthz)")
+        st.markdown(f'<a href="{html.escape(url)}/docs">API docs</a> · '
+                    f'<a href="{html.escape(url)}/healthz">health</a>', unsafe_allow_html=True)
     st.subheader("Fabric status")
-    st.fragment(run_every=every or None)(live)(options, search, session)
+    st.fragment(run_every=every or None)(live)(options, search, session, every)
 
 
 main()

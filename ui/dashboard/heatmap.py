@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 
 import streamlit as st
 
-from ui.api.client import ApiClient
+from ui.dashboard.reads import Reads
 from ui.dashboard.style import COLOURS, dot
 from ui.query.timefmt import age, clock_time
 from ui.query.views import HeatColumn, HeatMap
@@ -24,6 +25,17 @@ SORTS: dict[str, str] = {"pfc_rx": "PFC received", "pfc_tx": "PFC sent",
                          "paused": "time paused", "ecn": "ECN marks", "errors": "errors",
                          "util": "utilisation"}
 ROWS = (25, 50, 100, 200)
+
+
+def _read(reads: Reads, scope: str, sort: str, search: str, top: int) -> HeatMap:
+    return reads.heatmap(scope=scope or None, sort=sort, search=search or None, top=top)
+
+
+def prefetch(scope: str, search: str) -> Callable[[Reads], HeatMap]:
+    """The read :func:`section` will make with the ranking and rows chosen so far."""
+    sort = st.session_state.get("heat_sort", next(iter(SORTS)))
+    top = st.session_state.get("heat_rows", ROWS[1])
+    return lambda reads: _read(reads, scope, sort, search, top)
 
 
 def intensity(value: float | None, high: float) -> float:
@@ -77,12 +89,12 @@ def table_html(heat: HeatMap) -> str:
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def section(client: ApiClient, scope: str, search: str) -> HeatMap:
+def section(reads: Reads, scope: str, search: str) -> HeatMap:
     cols = st.columns([2, 1, 4])
     sort = cols[0].selectbox("Rank ports by", list(SORTS), format_func=SORTS.__getitem__,
                              key="heat_sort")
     top = cols[1].selectbox("Rows", ROWS, index=1, key="heat_rows")
-    heat = client.heatmap(scope=scope or None, sort=sort, search=search or None, top=top)
+    heat = _read(reads, scope, sort, search, top)
     where = "the whole fabric" if heat.scope == "fabric" else heat.scope
     found = (f"{heat.matched:,} of {heat.ports:,} ports match {search!r}" if search
              else f"{heat.ports:,} ports")

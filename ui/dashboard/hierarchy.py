@@ -12,31 +12,59 @@ import html
 
 import streamlit as st
 
-from ui.api.client import ApiClient
 from ui.dashboard import hierarchy_svg
 from ui.dashboard.heatmap import fmt
+from ui.dashboard.reads import Reads
 from ui.dashboard.style import COLOURS, ICONS, badge, dot
-from ui.query.views import LEVELS, FabricView, IncidentList, PauseTree, PortHealth, SwitchHealth
+from ui.query.views import (
+    LEVELS,
+    FabricView,
+    Incident,
+    IncidentList,
+    PauseTree,
+    PortHealth,
+    SwitchHealth,
+    TreeEdge,
+)
 
 ALL = "all"
 NO_TREE = ""
 
 
-def tree_choice(found: IncidentList) -> str:
+def _spreading(found: IncidentList) -> list[Incident]:
+    return sorted((i for i in found.incidents if i.symptoms and i.status == "firing"),
+                  key=lambda i: (-len(i.symptoms), i.entity))
+
+
+def tree_of(found: IncidentList, picked: str | None) -> str:
     """The incident whose pause tree is drawn: of those explaining symptoms, the one explaining
-    the most (the widest spread) unless a person picked another."""
-    spreading = sorted((i for i in found.incidents if i.symptoms and i.status == "firing"),
-                       key=lambda i: (-len(i.symptoms), i.entity))
+    the most (the widest spread) unless a person picked another (``picked``)."""
+    spreading = _spreading(found)
+    if not spreading:
+        return NO_TREE
+    return picked if picked in [NO_TREE, *(i.fingerprint for i in spreading)] else \
+        spreading[0].fingerprint
+
+
+def tree_choice(found: IncidentList) -> str:
+    """The person's choice of pause tree (:func:`tree_of` by default)."""
+    spreading = _spreading(found)
     if not spreading:
         return NO_TREE
     options = [NO_TREE, *(i.fingerprint for i in spreading)]
     label = {i.fingerprint: f"{i.name} on {i.entity} ({len(i.symptoms)} symptoms)"
              for i in spreading}
-    if st.session_state.get("tree") not in options:
-        st.session_state["tree"] = options[1]
+    st.session_state["tree"] = tree_of(found, st.session_state.get("tree"))
     chosen: str = st.selectbox("Pause tree of", options, key="tree",
                                format_func=lambda fp: label.get(fp, "none"))
     return chosen
+
+
+def scope_now() -> str:
+    """The heat map's scope as the zone and switch choices stand before this run draws them
+    (the switch, else the zone, else the whole fabric: "")."""
+    group = st.session_state.get("fabric_group") or ALL
+    return str(st.session_state.get("fabric_switch") or ("" if group == ALL else group))
 
 
 def group_choice(view: FabricView) -> str:
@@ -79,6 +107,10 @@ def draw(view: FabricView, group: str) -> None:
                + (f"; {held} in maintenance (dashed)" if held else "") + "; hover for details")
 
 
+#: a tree with more hops than this lists them by tier, every hop on demand
+HOPS_LISTED = 25
+
+
 def tree_summary(tree: PauseTree | None) -> None:
     if tree is None:
         return
@@ -87,20 +119,60 @@ def tree_summary(tree: PauseTree | None) -> None:
     st.markdown(f"**Pause tree of {tree.incident} on {tree.entity}**: {len(reached)} "
                 f"switches and hosts paused, {deepest} hops deep, across "
                 f"{', '.join(tree.groups) or 'one switch'}")
+    if len(tree.edges) <= HOPS_LISTED:
+        st.html(hops_html(tree))
+        return
+    st.html(tiers_html(tree))
+    if st.toggle(f"Every hop ({len(tree.edges):,})", key="tree_hops"):
+        st.html(hops_html(tree))
+
+
+def _tier_of(tree: PauseTree) -> dict[str, tuple[int, str]]:
+    """Each node's depth and the tier it is in."""
+    return {n.name: (n.depth, hierarchy_svg.tier_name(n.group, n.role)) for n in tree.nodes}
+
+
+def hops_html(tree: PauseTree) -> str:
+    """Every hop: its depth, who pauses whom, over which link."""
+    tier = _tier_of(tree)
     hops = []
     for e in tree.edges:
-        depth = next((n.depth for n in tree.nodes if n.name == e.upstream), -1)
+        depth = tier.get(e.upstream, (-1, ""))[0]
         hops.append(f'<tr><td style="padding:1px 8px;text-align:right">'
                     f'{depth if depth >= 0 else "?"}</td><td style="padding:1px 8px">'
                     f'{dot(e.level)}<code>{html.escape(e.downstream)}</code> pauses '
                     f'<code>{html.escape(e.upstream)}</code></td><td style="padding:1px 8px;'
                     f'font-family:monospace">{html.escape(e.link)}</td></tr>')
-    st.html('<table class="rw-tree-hops" style="font-size:0.85rem"><tr><th>hop</th><th>who '
+    return ('<table class="rw-tree-hops" style="font-size:0.85rem"><tr><th>hop</th><th>who '
             'pauses whom</th><th>over</th></tr>' + "".join(hops) + "</table>")
 
 
-def switch_detail(client: ApiClient, name: str) -> list[PortHealth]:
-    view = client.fabric(switch=name)
+def tiers_html(tree: PauseTree) -> str:
+    """The hops by the tiers they join, nearest the root first: how many, the worst level."""
+    tier = _tier_of(tree)
+    joined: dict[tuple[str, str], list[TreeEdge]] = {}
+    for e in tree.edges:
+        down, up = tier.get(e.downstream, (-1, "?"))[1], tier.get(e.upstream, (-1, "?"))[1]
+        joined.setdefault((down, up), []).append(e)
+    rows = []
+    for (down, up), edges in sorted(joined.items(), key=lambda kv: min(
+            tier.get(e.upstream, (99, ""))[0] for e in kv[1])):
+        depths = sorted({tier.get(e.upstream, (-1, ""))[0] for e in edges} - {-1})
+        span = ("?" if not depths else str(depths[0]) if len(depths) == 1
+                else f"{depths[0]}–{depths[-1]}")
+        level = min((e.level for e in edges), key=LEVELS.index)
+        first = ", ".join(e.link for e in edges[:3]) + (" …" if len(edges) > 3 else "")
+        rows.append(f'<tr><td style="padding:1px 8px;text-align:right">'
+                    f'{span}</td><td style="padding:1px 8px">{dot(level)}{html.escape(down)} pause '
+                    f'{html.escape(up)}</td><td style="padding:1px 8px;text-align:right">'
+                    f'{len(edges):,}</td><td style="padding:1px 8px;font-family:monospace">'
+                    f'{html.escape(first)}</td></tr>')
+    return ('<table class="rw-tree-tiers" style="font-size:0.85rem"><tr><th>hop</th><th>who '
+            'pauses whom</th><th>hops</th><th>over</th></tr>' + "".join(rows) + "</table>")
+
+
+def switch_detail(reads: Reads, name: str) -> list[PortHealth]:
+    view = reads.fabric(switch=name)
     sw = view.switch
     if sw is None:
         return []

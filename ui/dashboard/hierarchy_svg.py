@@ -3,19 +3,26 @@
 * :func:`overview`: the aggregation tier as a band on top, then one panel per AI zone (worst
   first) holding its spines in a row and its leaves in a grid. A tile takes its switch's
   rolled-up level (:mod:`ui.query.health`), so 928 switches are 928 small squares and the red ones
-  stand out; each panel names its worst entity under it.
+  stand out; each panel names its worst entity under it. To stay small at thousands of switches,
+  a group's healthy tiles are one ``<path>`` (one square per switch, one hover text for them
+  all); a switch that is not ok or has something in maintenance is its own tile.
 * :func:`group_detail`: one group's switches as named tiles (with the aggregation tier above a
   zone's spines), for the switch a person drills into.
-* Over either, an incident's pause tree (:class:`~ui.query.views.PauseTree`): a line per hop
-  between the tiles of its two ends, an arrow towards the paused side, the root ringed.
+* Over either, an incident's pause tree (:class:`~ui.query.views.PauseTree`): its hops between
+  the tiles of their two ends, the root ringed. A hop to a host ends at its leaf, parallel links
+  between two switches are one stroke, and the hops from one tier of a group to another (a
+  zone's spines to the aggregation tier) are one bundle: a single hop is a ``<line>`` with an
+  arrow towards the paused side, several are one ``<path>`` saying how many. So the picture's
+  size grows with the switches, never with hosts, ports or links.
 
-Every tile carries ``data-entity`` / ``data-level`` and a ``<title>`` saying why it is coloured.
+Every tile carries ``data-entity`` / ``data-level`` and a ``<title>`` saying why it is coloured;
+a group's path of healthy tiles carries ``data-group`` and ``data-switches``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ui.dashboard.style import COLOURS, svg_text
 from ui.query.views import GroupHealth, PauseTree, SwitchHealth
@@ -30,6 +37,8 @@ class Tile:
     x: float
     y: float
     size: float
+    #: the tier of a group it belongs to, as the tree's bundles name it: ("z3", "spine")
+    tier: tuple[str, str] = ("", "")
 
 
 @dataclass
@@ -37,6 +46,8 @@ class Canvas:
     parts: list[str]
     labels: list[str]
     tiles: dict[str, Tile]
+    #: healthy tiles drawn as one path per group: group -> (squares, how many)
+    healthy: dict[str, tuple[list[str], int]] = field(default_factory=dict)
 
     def text(self, x: float, y: float, text: str, size: float = 12, anchor: str = "start",
              weight: str = "normal", fill: str = "#1a1a1a", top: bool = False) -> None:
@@ -46,7 +57,12 @@ class Canvas:
             f'{svg_text(text)}</text>')
 
     def tile(self, sw: SwitchHealth, x: float, y: float, size: float, named: bool) -> None:
-        self.tiles[sw.name] = Tile(x, y, size)
+        self.tiles[sw.name] = Tile(x, y, size, (sw.group, sw.role))
+        if not named and sw.level == "ok" and not sw.drained:
+            squares, n = self.healthy.get(sw.group, ([], 0))
+            squares.append(f"M{x:.1f} {y:.1f}h{size:.1f}v{size:.1f}h-{size:.1f}z")
+            self.healthy[sw.group] = (squares, n + 1)
+            return
         why = "ok" if sw.worst is None else (
             f"{sw.worst.level}: {sw.worst.alert} on {sw.worst.entity} — {sw.worst.summary}")
         extra = f"; {sw.problems} not ok" if sw.problems > 1 else ""
@@ -67,7 +83,19 @@ class Canvas:
                      f'font-family="monospace" fill="{fg}">{svg_text(short)}</text>')
         self.parts.append(body + "</g>")
 
+    def flush_healthy(self) -> None:
+        """Each group's healthy tiles as one path (drawn under the tiles that are not ok)."""
+        for group, (squares, n) in self.healthy.items():
+            self.parts.append(
+                f'<path class="rw-healthy" data-group="{svg_text(group)}" data-level="ok" '
+                f'data-switches="{n}" fill="{COLOURS["ok"]}" stroke="#4d4d4d" '
+                f'stroke-width="0.6" d="{"".join(squares)}"><title>'
+                f'{svg_text(f"{group}: {n} switches ok (pick the group for their names)")}'
+                f'</title></path>')
+        self.healthy = {}
+
     def svg(self, height: float, mode: str) -> str:
+        self.flush_healthy()
         return (f'<svg xmlns="http://www.w3.org/2000/svg" class="rw-fabric rw-hierarchy" '
                 f'data-mode="{mode}" viewBox="0 0 {WIDTH:.0f} {height:.0f}" width="100%" '
                 f'style="background:#fafafa;border-radius:8px">' + _MARKERS
@@ -186,8 +214,18 @@ def _centre(t: Tile) -> tuple[float, float]:
     return t.x + t.size / 2, t.y + t.size / 2
 
 
+def tier_name(group: str, role: str) -> str:
+    """How a tier of a group is named: "z3 spines", "aggregation", "z3 hosts"."""
+    return "aggregation" if role == "agg" else f"{group} {_PLURAL.get(role, role + 's')}"
+
+
+def _tier_name(tier: tuple[str, str]) -> str:
+    return tier_name(*tier)
+
+
 def _tree(c: Canvas, tree: PauseTree) -> None:
-    """The tree's hops between the tiles drawn (a hop to a host ends at its leaf)."""
+    """The tree's hops between the tiles drawn (a hop to a host ends at its leaf), bundled by
+    the tiers they join."""
     # a node without a tile (a host) is drawn at the tile it hangs off
     leaf_of: dict[str, str] = {}
     for e in tree.edges:
@@ -195,19 +233,41 @@ def _tree(c: Canvas, tree: PauseTree) -> None:
             drawn, hidden = (e.upstream, e.downstream) if e.upstream in c.tiles else \
                 (e.downstream, e.upstream)
             leaf_of[hidden] = drawn
+    # (downstream tier, upstream tier, level) -> the hops, and the tile pairs they join
+    bundles: dict[tuple[tuple[str, str], tuple[str, str], str],
+                  tuple[list[str], dict[tuple[str, str], tuple[Tile, Tile]]]] = {}
     for e in tree.edges:
-        a = c.tiles.get(e.downstream) or c.tiles.get(leaf_of.get(e.downstream, ""))
-        b = c.tiles.get(e.upstream) or c.tiles.get(leaf_of.get(e.upstream, ""))
+        down = e.downstream if e.downstream in c.tiles else leaf_of.get(e.downstream, "")
+        up = e.upstream if e.upstream in c.tiles else leaf_of.get(e.upstream, "")
+        a, b = c.tiles.get(down), c.tiles.get(up)
         if a is None or b is None or a is b:
             continue
-        (x1, y1), (x2, y2) = _centre(a), _centre(b)
-        colour = COLOURS[e.level]
+        links, pairs = bundles.setdefault((a.tier, b.tier, e.level), ([], {}))
+        links.append(e.link)
+        pairs[(down, up)] = (a, b)
+    for (down_tier, up_tier, level), (links, pairs) in bundles.items():
+        colour = COLOURS[level]
+        if len(links) == 1:
+            [(down, up)] = pairs
+            [(a, b)] = pairs.values()
+            (x1, y1), (x2, y2) = _centre(a), _centre(b)
+            c.labels.append(
+                f'<line class="rw-tree" data-entity="{svg_text(links[0])}" '
+                f'data-level="{level}" x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
+                f'stroke="{colour}" stroke-width="2.5" stroke-opacity="0.9" '
+                f'marker-end="url(#rw-arrow-{level})">'
+                f'<title>{svg_text(f"{links[0]}: {down} pauses {up}")}</title></line>')
+            continue
+        d = "".join(f"M{_centre(a)[0]:.1f} {_centre(a)[1]:.1f}L{_centre(b)[0]:.1f} "
+                    f"{_centre(b)[1]:.1f}" for a, b in pairs.values())
+        what = f"{_tier_name(down_tier)} → {_tier_name(up_tier)}"
+        shown = ", ".join(links[:6]) + (f" and {len(links) - 6} more" if len(links) > 6 else "")
+        why = (f"{len(links)} hops: {_tier_name(down_tier)} pause {_tier_name(up_tier)} "
+               f"({shown})")
         c.labels.append(
-            f'<line class="rw-tree" data-entity="{svg_text(e.link)}" data-level="{e.level}" '
-            f'x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{colour}" '
-            f'stroke-width="2.5" stroke-opacity="0.9" marker-end="url(#rw-arrow-{e.level})">'
-            f'<title>{svg_text(f"{e.link}: {e.downstream} pauses {e.upstream}")}</title>'
-            f'</line>')
+            f'<path class="rw-tree" data-entity="{svg_text(what)}" data-level="{level}" '
+            f'data-hops="{len(links)}" fill="none" stroke="{colour}" stroke-width="1.5" '
+            f'stroke-opacity="0.7" d="{d}"><title>{svg_text(why)}</title></path>')
     root = c.tiles.get(tree.root) or c.tiles.get(leaf_of.get(tree.root, ""))
     if root is not None:
         x, y = _centre(root)

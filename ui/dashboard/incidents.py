@@ -2,7 +2,10 @@
 them) and the symptoms it explains; the symptoms nothing explains; what resolved lately; and the
 commands people give (approve or reject a drain, drain a link for maintenance, record a repair,
 silence), offered as the session's token may give them (the API records its identity as the
-actor)."""
+actor).
+
+Its tables are small HTML tables; an incident explaining hundreds of symptoms lists the first
+:data:`SYMPTOMS_LISTED` and every one, in a data grid, on demand."""
 
 from __future__ import annotations
 
@@ -12,13 +15,15 @@ import pandas as pd
 import streamlit as st
 
 from pipeline.errors import QueryError, StoreError
-from ui.api.client import ApiClient
+from ui.dashboard.reads import Reads
 from ui.dashboard.session import Session
-from ui.dashboard.style import ICONS, level_of, md
+from ui.dashboard.style import ICONS, level_of, md, table
 from ui.query.timefmt import age, clock_time
 from ui.query.views import AlertView, Incident, IncidentList
 
 Investigate = Callable[[str], None]
+#: symptoms listed under an incident before "every symptom" is asked for
+SYMPTOMS_LISTED = 12
 
 COMMANDS = {
     "approve": "Approve the pending drain",
@@ -29,15 +34,28 @@ COMMANDS = {
 }
 
 
-def _symptom_table(alerts: list[AlertView], now_ns: int) -> pd.DataFrame:
-    return pd.DataFrame([{
+def _symptom_rows(alerts: list[AlertView], now_ns: int) -> list[dict[str, str]]:
+    return [{
         "alert": a.name, "entity": a.entity, "severity": a.severity,
         "since": clock_time(a.starts_ns), "age": age(a.starts_ns, now_ns),
         "evidence": ", ".join(f"{k}={v:g}" for k, v in a.evidence.items()),
-    } for a in alerts])
+    } for a in alerts]
 
 
-def incidents(client: ApiClient, found: IncidentList, investigate: Investigate,
+def symptoms(alerts: list[AlertView], now_ns: int, key: str) -> None:
+    """The first :data:`SYMPTOMS_LISTED` symptoms as a table; every one in a grid on demand."""
+    rows = _symptom_rows(alerts, now_ns)
+    if len(rows) <= SYMPTOMS_LISTED:
+        st.html(table(rows, "rw-symptoms"))
+        return
+    if st.toggle(f"Every symptom ({len(rows):,})", key=f"all-{key}"):
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        return
+    st.html(table(rows[:SYMPTOMS_LISTED], "rw-symptoms"))
+    st.caption(f"{len(rows) - SYMPTOMS_LISTED:,} more")
+
+
+def incidents(reads: Reads, found: IncidentList, investigate: Investigate,
               session: Session) -> None:
     now = found.clock.now_ns
     if not found.incidents:
@@ -48,35 +66,34 @@ def incidents(client: ApiClient, found: IncidentList, investigate: Investigate,
                  f"{clock_time(inc.starts_ns)} ({age(inc.starts_ns, now)}), confidence "
                  f"{inc.confidence:.2f}")
         with st.expander(title, expanded=i < 3):
-            _incident(client, inc, now, investigate, session)
+            _incident(reads, inc, now, investigate, session)
     if found.unexplained:
         st.markdown(f"**Symptoms no incident explains** ({len(found.unexplained)})")
-        st.dataframe(_symptom_table(found.unexplained, now), hide_index=True)
+        symptoms(found.unexplained, now, "unexplained")
 
 
-def _incident(client: ApiClient, inc: Incident, now_ns: int, investigate: Investigate,
+def _incident(reads: Reads, inc: Incident, now_ns: int, investigate: Investigate,
               session: Session) -> None:
     st.markdown(md(inc.summary))
     left, right = st.columns([3, 2])
     with left:
         if inc.evidence:
             st.markdown("**Evidence**")
-            st.dataframe(pd.DataFrame({"measure": list(inc.evidence),
-                                       "value": list(inc.evidence.values())}),
-                         hide_index=True)
+            st.html(table([{"measure": k, "value": f"{v:g}"} for k, v in inc.evidence.items()],
+                          "rw-evidence"))
         if inc.symptoms:
             st.markdown(f"**Symptoms it explains** ({len(inc.symptoms)})")
-            st.dataframe(_symptom_table(inc.symptoms, now_ns), hide_index=True)
+            symptoms(inc.symptoms, now_ns, inc.fingerprint)
     with right:
         if inc.ports:
             st.markdown("**Ports** — chart one in *Port drill-down*")
             for port in inc.ports:
                 st.button(port, key=f"inv-{inc.fingerprint}-{port}", icon=":material/show_chart:",
                           on_click=investigate, args=(port,))
-        _command_form(client, inc, session)
+        _command_form(reads, inc, session)
 
 
-def _command_form(client: ApiClient, inc: Incident, session: Session) -> None:
+def _command_form(reads: Reads, inc: Incident, session: Session) -> None:
     kinds = [k for k in COMMANDS if session.may(k) and (k != "drain" or "~" in inc.entity)]
     if not kinds:
         st.caption("Sign in with an operator's token (sidebar) to act on this incident."
@@ -97,12 +114,13 @@ def _command_form(client: ApiClient, inc: Incident, session: Session) -> None:
         body.update(target=inc.entity, action=comment or "repaired")
     else:
         body.update(matchers=[f"alertname={inc.name}", f"entity={inc.entity}"],
-                    ends_ns=client.clock().now_ns + 2 * 3600 * 1_000_000_000)
+                    ends_ns=reads.client.clock().now_ns + 2 * 3600 * 1_000_000_000)
     try:
-        answer = client.command(body)
+        answer = reads.client.command(body)
     except (QueryError, StoreError) as exc:
         st.error(f"Not sent: {exc}")
         return
+    Reads.forget()
     st.success(f"Sent {kind} as {answer.get('by', '?')} (id {answer.get('id', '?')}); its "
                f"outcome appears in Actions.")
 
@@ -113,7 +131,7 @@ def resolved_lately(found: IncidentList) -> None:
         return
     now = found.clock.now_ns
     st.markdown(f"**Resolved in the last hour** ({len(gone)})")
-    st.dataframe(pd.DataFrame([{
+    st.html(table([{
         "incident": i.name, "entity": i.entity, "from": clock_time(i.starts_ns),
         "to": clock_time(i.ends_ns), "ended": f"{age(i.ends_ns, now)} ago",
-    } for i in gone]), hide_index=True)
+    } for i in gone], "rw-resolved"))

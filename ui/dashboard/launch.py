@@ -69,10 +69,12 @@ def _value(argv: Sequence[str], flag: str) -> str | None:
 
 def command(options: DashboardOptions, host: str, port: int) -> list[str]:
     """The command that serves the dashboard on ``host:port`` with ``options`` (run it with
-    :func:`environment`, which carries the token)."""
+    :func:`environment`, which carries the token); no file watcher (a served page does not
+    change under it)."""
     return [sys.executable, "-m", "streamlit", "run", str(APP),
             "--server.headless", "true", "--server.address", host, "--server.port", str(port),
             "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
+            "--server.fileWatcherType", "none",
             "--", "--api", options.api_url, "--refresh", f"{options.refresh_s:g}"]
 
 

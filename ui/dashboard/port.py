@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from ui.api.client import ApiClient
+from ui.dashboard.reads import Reads
 from ui.query.views import PortHealth, SeriesResult, SeriesSet
 
 RANGES = ("5m", "15m", "1h", "6h", "24h", "7d")
@@ -81,10 +81,10 @@ def chart(data: pd.DataFrame, panel: Panel) -> alt.Chart:
     return made
 
 
-def drill_down(client: ApiClient, device: str, port: str, label: str,
+def drill_down(reads: Reads, device: str, port: str, label: str,
                span: str) -> SeriesSet | None:
     # one request: counters come back as rates, the queue-depth gauges as their max per step
-    answer = client.series(device, port, [m for p in PANELS for m in p.metrics],
+    answer = reads.series(device, port, [m for p in PANELS for m in p.metrics],
                            start=f"now-{span}", step=STEPS.get(span), agg="max")
     results = answer.results
     points = sum(1 for r in results for s in r.series for _, v in s.points if v is not None)

@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ from tests.ui.conftest import FabricStore, StormStore
 from tests.ui.three_tier import CLIMB, DRAINED, ROOT_HOST
 from tests.ui.ui_fabric import FAULTY_LINK
 from ui.api.server import Running
+from ui.dashboard.launch import DashboardOptions, command
 
 REPO = Path(__file__).parents[3]
 CHROMIUM = "/usr/bin/chromium"
@@ -58,16 +58,12 @@ def free_port() -> int:
 
 @contextmanager
 def streamlit(api_url: str, tmp_path: Path) -> Iterator[str]:
-    """``streamlit run ui/dashboard/app.py -- --api URL`` on a free port; its URL."""
+    """The dashboard as every launcher starts it (:func:`ui.dashboard.launch.command`) over the
+    API at ``api_url``, on a free port; its URL."""
     port = free_port()
     log = (tmp_path / "streamlit.log").open("w")
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "streamlit"), "run",
-         str(REPO / "ui" / "dashboard" / "app.py"),
-         "--server.headless", "true", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none", "--client.toolbarMode", "viewer",
-         "--", "--api", api_url],
+        command(DashboardOptions(api_url), "127.0.0.1", port),
         cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HOME": str(tmp_path)})
     url = f"http://127.0.0.1:{port}"
     try:
