@@ -25,6 +25,9 @@ _config = click.option("-c", "--config", "config_path", type=click.Path(dir_okay
                        help="Platform config (remediation mode, receivers, detectors...).")
 _speed = click.option("--speed", type=float, default=10.0, show_default=True,
                       help="Simulated seconds per wall second.")
+_fit = click.option("--fit/--no-fit", "fit", default=True, show_default=True,
+                    help="Slow the run down on a machine other work keeps busy "
+                         "(rocewatch.scenario.machine).")
 
 
 @click.group()
@@ -35,18 +38,19 @@ def scenario() -> None:
 @scenario.command("run")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @_speed
+@_fit
 @_config
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               help="Write the run report (JSON) here.")
 @click.option("--keep", type=click.Path(file_okay=False),
               help="Keep the run's working directory (lab output, store) here.")
-def run(file: str, speed: float, config_path: str | None, report_path: str | None,
+def run(file: str, speed: float, fit: bool, config_path: str | None, report_path: str | None,
         keep: str | None) -> None:
     """Run one scenario FILE end to end and write its report."""
     from rocewatch.scenario.runner import run_scenario
 
     report = run_scenario(file, speed=speed, config_path=config_path,
-                          keep=Path(keep) if keep else None)
+                          keep=Path(keep) if keep else None, fit_machine=fit)
     text = json.dumps(report, indent=2)
     if report_path:
         Path(report_path).write_text(text + "\n")
@@ -59,12 +63,13 @@ def run(file: str, speed: float, config_path: str | None, report_path: str | Non
 @scenario.command("suite")
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
 @_speed
+@_fit
 @_config
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="var/suite",
               show_default=True, help="Where each scenario's report is written.")
 @click.option("-k", "pattern", default="*.yaml", show_default=True,
               help="Glob of the scenario files to run.")
-def suite(folder: str, speed: float, config_path: str | None, out_dir: str,
+def suite(folder: str, speed: float, fit: bool, config_path: str | None, out_dir: str,
           pattern: str) -> None:
     """Run every scenario in FOLDER and print the suite's table."""
     from rocewatch.scenario.runner import run_scenario
@@ -77,7 +82,7 @@ def suite(folder: str, speed: float, config_path: str | None, out_dir: str,
     reports = []
     for path in files:
         t0 = time.monotonic()
-        report = run_scenario(path, speed=speed, config_path=config_path)
+        report = run_scenario(path, speed=speed, config_path=config_path, fit_machine=fit)
         (out / f"{path.stem}.json").write_text(json.dumps(report, indent=2) + "\n")
         reports.append((path.stem, report))
         click.echo(f"{_one_line(report, score(report))}  [{time.monotonic() - t0:.0f}s]",

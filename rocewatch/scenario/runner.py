@@ -34,6 +34,7 @@ from pipeline.topology.model import Topology
 from pipeline.wire.actions import decode_actions
 from pipeline.wire.alerts import decode_alerts
 from pipeline.wire.deadletter import DeadLetter, DeadLetters
+from rocewatch.scenario.machine import idle_share, speed_factor
 from rocewatch.scenario.scoring import score
 
 log = logging.getLogger("rocewatch.scenario.runner")
@@ -90,7 +91,9 @@ def alert_entries(messages: Iterable[Alert], epoch_ns: int, end_s: float) -> lis
     """One entry per episode of each of the fabric's findings (a fingerprint from firing to
     resolved; raised again later, it is a new page and a new entry), from its published states in
     order: ``first_s`` is when the episode was raised, ``last_s`` when it resolved (or the run's
-    end), the verdict is the last one published, the severity the highest it reached."""
+    end), the verdict is the last one published, the severity the highest it reached. An episode
+    raised after the run's end is not the run's: while detection catches up the lab runs on and
+    then stops, and what it says of that is outside the scenario's time."""
     sources = detection_sources()
     episodes: list[list[Alert]] = []
     open_: dict[str, list[Alert]] = {}
@@ -108,6 +111,8 @@ def alert_entries(messages: Iterable[Alert], epoch_ns: int, end_s: float) -> lis
     for states in episodes:
         first, last = states[0], states[-1]
         raised = first.updated_ns if first.firing else first.starts_ns
+        if raised - epoch_ns > end_s * 1e9:
+            continue
         ended = last.ends_ns
         severity = max((s.severity for s in states), key=lambda s: _SEVERITY_RANK[s])
         out.append({
@@ -216,39 +221,47 @@ SNMP_RUN_BUDGET = 6_000.0
 SNMP_VARBINDS_PER_PORT = 14 + 4 * 8 + 3 * 8
 
 
-def harness_speed(scenario: Any, requested: float) -> float:
-    """The speed a run can go while the SNMP polls keep the scenario's cadence in simulated time.
+def harness_speed(scenario: Any, requested: float, idle: float = 1.0) -> float:
+    """The speed a run can go while the SNMP polls keep the scenario's cadence in simulated time,
+    on a machine ``idle`` (0..1) idle (:mod:`rocewatch.scenario.machine`).
 
     A poll cycle that takes longer than ``sample_interval_s / speed`` of wall time stretches the
     simulated interval between samples, so detection would be measured on a slower cadence than
-    the scenario's; slowing the clock instead keeps the measurement the scenario's own."""
+    the scenario's; slowing the clock instead keeps the measurement the scenario's own. A busy
+    machine has less of everything (the budget above was measured on a quiet one), so both the
+    asked speed and the SNMP budget shrink with what is idle."""
     from lab.inventory import plan_agents
 
+    share = speed_factor(idle)
     topo = scenario.topology()
     varbinds = sum(len(topo.ports(p.switch)) * SNMP_VARBINDS_PER_PORT
                    for p in plan_agents(scenario) if p.protocol == "snmp")
     if not varbinds:
-        return requested
-    return min(requested, SNMP_RUN_BUDGET * float(scenario.sample_interval_s) / varbinds)
+        return requested * share
+    return share * min(requested, SNMP_RUN_BUDGET * float(scenario.sample_interval_s) / varbinds)
 
 
 def run_scenario(path: str | Path, speed: float = 10.0, config_path: str | None = None,
                  keep: Path | None = None, catch_up_s: float = 20.0,
-                 chdb_path: Path | None = None) -> dict[str, Any]:
+                 chdb_path: Path | None = None, fit_machine: bool = False) -> dict[str, Any]:
     """Run one scenario end to end through the real platform; returns the run report.
 
     ``chdb_path`` is the process's chDB directory (default: one temporary directory per
-    process); the run gets a database of its own in it, dropped afterwards."""
+    process); the run gets a database of its own in it, dropped afterwards. ``fit_machine``
+    looks at how busy the machine is first and slows the run on a busy one (the CLI does;
+    tests ask for their speed)."""
     from lab.runtime import Lab
     from lab.scenario.load import load_scenario
     from rocewatch.app import ALL_ROLES, Platform
     from rocewatch.settings import load_settings
 
     scenario = load_scenario(path)
-    fitted = harness_speed(scenario, speed)
+    idle = idle_share() if fit_machine else 1.0
+    fitted = harness_speed(scenario, speed, idle)
     if fitted < speed:
-        log.warning("%s: speed %.3g instead of %.3g, so the SNMP polls keep its %.3g s cadence",
-                    scenario.name, fitted, speed, scenario.sample_interval_s)
+        log.warning("%s: speed %.3g instead of %.3g, so its %.3g s cadence is kept (the SNMP "
+                    "polls' budget and the machine's idle share, %.0f%%)", scenario.name, fitted,
+                    speed, scenario.sample_interval_s, 100 * idle)
         speed = fitted
     settings_now = load_settings(None, overrides=read_yaml(config_path) if config_path else {})
     _warm_up(settings_now)

@@ -7,6 +7,7 @@ import pytest
 from lab.scenario.load import parse_scenario
 from lab.scenario.spec import Scenario
 from pipeline.model import Alert
+from rocewatch.scenario.machine import QUIET_IDLE
 from rocewatch.scenario.runner import (
     SNMP_RUN_BUDGET,
     SNMP_VARBINDS_PER_PORT,
@@ -106,6 +107,20 @@ def test_a_finding_raised_again_later_is_a_new_entry_with_its_own_time():
     assert s.ttd_s == {"link_down": pytest.approx(1.7)}
 
 
+def test_an_episode_raised_after_the_runs_end_is_not_the_runs():
+    # detection catching up after the scenario's end sees the lab run on and stop: a no_data
+    # raised then says nothing of the scenario; one raised before the end and still open stays
+    base = {"name": "no_data", "entity": "spine1", "source": "no_data", "root_cause": False}
+    states = [
+        Alert(starts_ns=100 * S, updated_ns=100 * S, **{**base, "entity": "spine2"}),
+        Alert(starts_ns=120 * S + 1, updated_ns=121 * S, **base),
+        Alert(starts_ns=119 * S, updated_ns=120 * S, **{**base, "entity": "leaf1"}),
+    ]
+    entries = alert_entries(states, epoch_ns=0, end_s=120.0)
+    assert [(e["entity"], e["first_s"], e["last_s"]) for e in entries] == [
+        ("spine2", 100.0, 120.0), ("leaf1", 120.0, 120.0)]
+
+
 def test_action_entries_name_what_was_acted_on():
     from pipeline.model import ActionResult
     from rocewatch.scenario.runner import action_entries
@@ -153,3 +168,12 @@ def test_a_run_slows_its_clock_so_snmp_polls_keep_the_cadence() -> None:
     assert harness_speed(_fabric(1.0, 60.0), 10.0) == 10.0
     # half the switches on SNMP, half the load
     assert harness_speed(_fabric(0.5, 1.0), 10.0) > harness_speed(_fabric(1.0, 1.0), 10.0)
+
+
+def test_the_runner_slows_gnmi_and_snmp_runs_on_a_busy_machine() -> None:
+    half = QUIET_IDLE / 2
+    assert harness_speed(_fabric(0.0, 1.0), 4.0, idle=1.0) == 4.0
+    assert harness_speed(_fabric(0.0, 1.0), 4.0, idle=half) == pytest.approx(2.0)
+    snmp_speed = SNMP_RUN_BUDGET / (32 * SNMP_VARBINDS_PER_PORT)
+    assert harness_speed(_fabric(1.0, 1.0), 10.0, idle=1.0) == pytest.approx(snmp_speed)
+    assert harness_speed(_fabric(1.0, 1.0), 10.0, idle=half) == pytest.approx(snmp_speed / 2)
