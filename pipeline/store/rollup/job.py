@@ -36,7 +36,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pipeline.config import StoreSettings
@@ -271,6 +271,16 @@ class RollupJob:
         except StoreError as exc:  # the next run redoes it
             self.stats.failures += 1
             log.error("rollup run failed (the next run redoes it): %s", exc)
+        finally:
+            self._next(self.settings.rollup_every_s)
+
+    def _next(self, after_s: float) -> None:
+        """The next run, ``after_s`` after this one ended: a run that outlasts the period delays
+        the next instead of having APScheduler skip (and log) the beats it overlapped."""
+        scheduler = self._scheduler
+        if scheduler is not None:
+            scheduler.add_job(self._scheduled, "date", id="rollup", replace_existing=True,
+                              run_date=datetime.now(UTC) + timedelta(seconds=after_s))
 
     def start(self) -> None:
         if not self.needed or self._scheduler is not None:
@@ -278,11 +288,9 @@ class RollupJob:
         from apscheduler.schedulers.background import BackgroundScheduler
 
         scheduler = BackgroundScheduler(timezone="UTC", daemon=True)
-        scheduler.add_job(self._scheduled, "interval", seconds=self.settings.rollup_every_s,
-                          next_run_time=datetime.now(UTC), id="rollup", max_instances=1,
-                          coalesce=True)
-        scheduler.start()
         self._scheduler = scheduler
+        self._next(0.0)
+        scheduler.start()
         log.info("rollup job: every %.1fs, buckets complete %.0fs (event time) after their end, "
                  "late samples re-roll up to %.0fs back", self.settings.rollup_every_s,
                  self.lateness_ns / NS, self.max_late_ns / NS)

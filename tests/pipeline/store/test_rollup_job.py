@@ -5,6 +5,7 @@ decides, and readers see every sample whether a bucket is rolled yet or not."""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -226,3 +227,27 @@ def test_the_scheduled_job_rolls_as_data_arrives(store: Store, batch_factory: An
     assert job.stats.done_ns[ROLLUP_1M.name] == hour0 + 3 * MINUTE
     assert job.stats.failures == 0 and job.stats.runs >= 1
     assert len(rolled(store, ROLLUP_1M)) == 3 * 2  # 3 minutes of 2 series
+
+
+def test_a_run_longer_than_the_period_delays_the_next_and_skips_nothing(
+        store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    job = job_for(store, rollup_every_s=0.02)
+    ends: list[float] = []
+
+    def slow(event_ns: int | None = None) -> int:
+        time.sleep(0.1)  # five periods long
+        ends.append(time.monotonic())
+        return 0
+
+    monkeypatch.setattr(job, "run_once", slow)
+    with caplog.at_level(logging.WARNING, logger="apscheduler"):
+        job.start()
+        try:
+            deadline = time.monotonic() + 30
+            while len(ends) < 3 and time.monotonic() < deadline:
+                time.sleep(0.02)
+        finally:
+            job.stop()
+    assert len(ends) >= 3
+    assert not [r for r in caplog.records if "maximum number of running instances" in
+                r.getMessage() or "was missed" in r.getMessage()]
