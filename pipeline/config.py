@@ -110,6 +110,11 @@ class KafkaSettings(Strict):
     commit_timeout_ms: int = Field(5_000, ge=100)
     #: verify record-batch CRCs on fetch (slow in pure Python without the crc32c package)
     check_crcs: bool = True
+    #: how often a consumer re-reads the topics' metadata: a partition its group's assignment
+    #: did not know of (a topic still spreading over the cluster's brokers, or one an operator
+    #: gave more partitions) is read within this of appearing (kafka-python's default, 5 min,
+    #: left such a partition unread that long)
+    metadata_max_age_ms: int = Field(10_000, ge=1000)
 
 
 class BusSettings(Strict):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,7 +43,8 @@ from pipeline.errors import BusError
 log = logging.getLogger("rocewatch.bus")
 
 
-def _client_config(settings: BusSettings) -> dict[str, Any]:
+def client_config(settings: BusSettings) -> dict[str, Any]:
+    """The connection settings every kafka-python client of the bus is made with."""
     k = settings.kafka
     config: dict[str, Any] = {
         "bootstrap_servers": [s.strip() for s in k.bootstrap.split(",") if s.strip()],
@@ -66,11 +68,13 @@ class KafkaBus:
         self._admin: Any = None
         self._lock = threading.Lock()
         self._known: set[str] = set()
+        #: the partitions of each topic ensured, as the cluster described them
+        self._partitions: dict[str, int] = {}
 
     def _admin_client(self) -> Any:
         if self._admin is None:
             try:
-                self._admin = KafkaAdminClient(**_client_config(self.settings))
+                self._admin = KafkaAdminClient(**client_config(self.settings))
             except (KafkaError, OSError) as exc:
                 raise BusError(f"Kafka at {self.settings.kafka.bootstrap}: "
                                f"{reason(exc)}") from exc
@@ -92,16 +96,22 @@ class KafkaBus:
                         {t: {"num_partitions": k.partitions, "replication_factor": k.replication}
                          for t in new}, raise_errors=False)
                 admin.wait_for_topics(missing, timeout_ms=30_000)
+                described = admin.describe_topics(topics=missing)
             except (KafkaError, OSError) as exc:
                 raise BusError(f"cannot create topics {', '.join(missing)} on "
                                f"{k.bootstrap}: {reason(exc)}") from exc
+            self._partitions.update((str(t["name"]), len(t.get("partitions") or ()))
+                                    for t in described)
             self._known.update(missing)
 
     def producer(self) -> KafkaProducer:
         return KafkaProducer(self.settings)
 
     def consumer(self, topics: Sequence[str], group: str) -> KafkaConsumer:
-        return KafkaConsumer(self.settings, tuple(topics), self.settings.kafka.group_prefix + group)
+        with self._lock:
+            expected = {t: self._partitions[t] for t in topics if t in self._partitions}
+        return KafkaConsumer(self.settings, tuple(topics), self.settings.kafka.group_prefix + group,
+                             expected)
 
     def close(self) -> None:
         with self._lock:
@@ -122,7 +132,7 @@ class KafkaProducer:
         self.acks = AckClock()
         try:
             self._producer = _KafkaProducer(
-                **_client_config(settings),
+                **client_config(settings),
                 acks="all", enable_idempotence=True,
                 compression_type=None if k.compression == "none" else k.compression,
                 linger_ms=k.linger_ms, batch_size=k.batch_bytes,
@@ -201,7 +211,8 @@ def _tps(tps: Any) -> str:
 class KafkaConsumer:
     """One member of a consumer group; commits only when told to."""
 
-    def __init__(self, settings: BusSettings, topics: tuple[str, ...], group_id: str) -> None:
+    def __init__(self, settings: BusSettings, topics: tuple[str, ...], group_id: str,
+                 partitions: Mapping[str, int] | None = None) -> None:
         k = settings.kafka
         self.group_id = group_id
         self._bootstrap = k.bootstrap
@@ -210,7 +221,7 @@ class KafkaConsumer:
         self._lag: dict[tuple[str, int], int] = {}
         try:
             self._consumer = _KafkaConsumer(
-                **_client_config(settings),
+                **client_config(settings),
                 group_id=group_id, enable_auto_commit=False, auto_offset_reset="earliest",
                 max_partition_fetch_bytes=k.max_partition_fetch_bytes,
                 fetch_max_bytes=k.fetch_max_bytes,
@@ -218,14 +229,30 @@ class KafkaConsumer:
                 heartbeat_interval_ms=k.heartbeat_interval_ms,
                 max_poll_interval_ms=k.max_poll_interval_ms,
                 check_crcs=k.check_crcs, allow_auto_create_topics=False,
+                metadata_max_age_ms=k.metadata_max_age_ms,
             )
-            # know the topics' partitions before joining: a group leader that assigns without
-            # them gives nobody those partitions until its next metadata refresh
-            for topic in topics:
-                self._consumer.partitions_for_topic(topic)
+            self._know_partitions(topics, partitions or {}, k.bootstrap_timeout_ms / 1000)
             self._consumer.subscribe(list(topics), listener=self.rebalances)
         except (KafkaError, OSError) as exc:
             raise BusError(f"Kafka consumer {group_id} at {k.bootstrap}: {reason(exc)}") from exc
+
+    def _know_partitions(self, topics: Sequence[str], expected: Mapping[str, int],
+                         within_s: float) -> None:
+        """Know the topics' partitions before joining: a group leader that assigns without some
+        of them gives nobody those partitions until its next metadata refresh. The broker that
+        answers may not know a topic just created on another yet, or only part of it: its
+        metadata is read again until it has every partition the cluster described (``expected``,
+        when the bus created or checked the topic), for at most ``within_s``."""
+        deadline = time.monotonic() + within_s
+        for topic in topics:
+            while len(self._consumer.partitions_for_topic(topic)) < expected.get(topic, 1):
+                if time.monotonic() >= deadline:
+                    log.warning("%s: the metadata of %s still lacks partitions; joining anyway "
+                                "(they are read after the next metadata refresh)",
+                                self.group_id, topic)
+                    return
+                self._consumer.topics()  # a fresh metadata request
+                time.sleep(0.1)
 
     def poll(self, timeout_s: float, max_records: int = 500) -> list[Message]:
         try:
