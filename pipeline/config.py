@@ -115,6 +115,10 @@ class KafkaSettings(Strict):
     #: gave more partitions) is read within this of appearing (kafka-python's default, 5 min,
     #: left such a partition unread that long)
     metadata_max_age_ms: int = Field(10_000, ge=1000)
+    #: a consumer's poll that has not returned this long past its own timeout is given up, and
+    #: the consumer replaced by a new member of its group (a kafka-python 3.0.12 poll was seen
+    #: blocked for good: the role would have stalled without a word)
+    poll_deadline_ms: int = Field(30_000, ge=100)
 
 
 class BusSettings(Strict):
@@ -179,6 +183,10 @@ class IngestSettings(Strict):
     max_past_s: Duration = Field(86400.0, gt=0)
     #: the newest sample accepted, after the ingest clock
     max_ahead_s: Duration = Field(300.0, gt=0)
+    #: how long one insert's batch is gathered from the bus (at most; it is also cut at
+    #: 200,000 rows): longer is fewer, larger parts for the store to merge, at the price of
+    #: that much more store lag
+    gather_s: Duration = Field(0.5, gt=0, le=30)
 
 
 class CoordinationSettings(Strict):

@@ -17,6 +17,14 @@
   that the group refuses because it rebalanced meanwhile raises :class:`~pipeline.errors.BusError`
   and loses nothing for the same reason.
 
+* A consumer's poll runs on a daemon thread of the consumer's own and is given up
+  ``poll_deadline_ms`` past its timeout: kafka-python 3.0.12's poll was seen never to return (its
+  IO thread left the call's waiter unanswered). The stuck member is closed, which makes it leave
+  the group, a new one joins in its place, and the poll raises
+  :class:`~pipeline.errors.BusError`; what it had not committed is read again by whoever owns
+  those partitions next. The thread is a daemon (:mod:`pipeline.bus.caller`): a stuck poll never
+  holds the process at exit.
+
 kafka-python blocks 30 s in a client's constructor when no broker answers; ``bootstrap_timeout_ms``
 bounds that, and every failure surfaces as :class:`~pipeline.errors.BusError`.
 """
@@ -27,6 +35,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from kafka import ConsumerRebalanceListener, KafkaAdminClient
@@ -37,6 +46,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from pipeline.bus.acks import AckClock, reason
 from pipeline.bus.base import Message
+from pipeline.bus.caller import DaemonCaller
 from pipeline.config import BusSettings
 from pipeline.errors import BusError
 
@@ -215,14 +225,26 @@ class KafkaConsumer:
                  partitions: Mapping[str, int] | None = None) -> None:
         k = settings.kafka
         self.group_id = group_id
+        self._settings = settings
+        self._topics = topics
+        self._expected = dict(partitions or {})
         self._bootstrap = k.bootstrap
         self._commit_timeout_ms = k.commit_timeout_ms
+        self._poll_deadline_s = k.poll_deadline_ms / 1000
         self.rebalances = Rebalances(group_id)
         self._lag: dict[tuple[str, int], int] = {}
+        #: members given up because a poll did not return (each replaced by a new one)
+        self.replaced = 0
+        self._poller = DaemonCaller(f"poll-{group_id}")
+        self._consumer: Any = self._join()
+
+    def _join(self) -> Any:
+        """A new member of the group, subscribed once it knows every partition."""
+        k = self._settings.kafka
         try:
-            self._consumer = _KafkaConsumer(
-                **client_config(settings),
-                group_id=group_id, enable_auto_commit=False, auto_offset_reset="earliest",
+            consumer = _KafkaConsumer(
+                **client_config(self._settings),
+                group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="earliest",
                 max_partition_fetch_bytes=k.max_partition_fetch_bytes,
                 fetch_max_bytes=k.fetch_max_bytes,
                 session_timeout_ms=k.session_timeout_ms,
@@ -231,13 +253,16 @@ class KafkaConsumer:
                 check_crcs=k.check_crcs, allow_auto_create_topics=False,
                 metadata_max_age_ms=k.metadata_max_age_ms,
             )
-            self._know_partitions(topics, partitions or {}, k.bootstrap_timeout_ms / 1000)
-            self._consumer.subscribe(list(topics), listener=self.rebalances)
+            self._know_partitions(consumer, self._topics, self._expected,
+                                  k.bootstrap_timeout_ms / 1000)
+            consumer.subscribe(list(self._topics), listener=self.rebalances)
         except (KafkaError, OSError) as exc:
-            raise BusError(f"Kafka consumer {group_id} at {k.bootstrap}: {reason(exc)}") from exc
+            raise BusError(f"Kafka consumer {self.group_id} at {k.bootstrap}: "
+                           f"{reason(exc)}") from exc
+        return consumer
 
-    def _know_partitions(self, topics: Sequence[str], expected: Mapping[str, int],
-                         within_s: float) -> None:
+    def _know_partitions(self, consumer: Any, topics: Sequence[str],
+                         expected: Mapping[str, int], within_s: float) -> None:
         """Know the topics' partitions before joining: a group leader that assigns without some
         of them gives nobody those partitions until its next metadata refresh. The broker that
         answers may not know a topic just created on another yet, or only part of it: its
@@ -245,19 +270,31 @@ class KafkaConsumer:
         when the bus created or checked the topic), for at most ``within_s``."""
         deadline = time.monotonic() + within_s
         for topic in topics:
-            while len(self._consumer.partitions_for_topic(topic)) < expected.get(topic, 1):
+            while len(consumer.partitions_for_topic(topic) or ()) < expected.get(topic, 1):
                 if time.monotonic() >= deadline:
                     log.warning("%s: the metadata of %s still lacks partitions; joining anyway "
                                 "(they are read after the next metadata refresh)",
                                 self.group_id, topic)
                     return
-                self._consumer.topics()  # a fresh metadata request
+                consumer.topics()  # a fresh metadata request
                 time.sleep(0.1)
 
     def poll(self, timeout_s: float, max_records: int = 500) -> list[Message]:
+        """What the group gives this member within ``timeout_s``. A poll that has not returned
+        ``poll_deadline_ms`` later is given up: the member is replaced and BusError raised."""
+        if self._consumer is None:  # the last one was given up and its successor not made
+            self._consumer = self._join()
+        consumer = self._consumer
+        wait_ms = max(0, int(timeout_s * 1000))
+        pending = self._poller.submit(consumer.poll, timeout_ms=wait_ms, max_records=max_records)
         try:
-            records = self._consumer.poll(timeout_ms=max(0, int(timeout_s * 1000)),
-                                          max_records=max_records)
+            records = pending.result(timeout=wait_ms / 1000 + self._poll_deadline_s)
+        except FutureTimeout:
+            self._give_up(consumer, wait_ms / 1000 + self._poll_deadline_s)
+            raise BusError(f"polling {self.group_id} on {self._bootstrap}: the poll did not "
+                           f"return in {wait_ms / 1000 + self._poll_deadline_s:.0f} s; the "
+                           f"member was replaced (nothing is lost: what it had not committed "
+                           f"is read again)") from None
         except (KafkaError, OSError) as exc:
             raise BusError(f"polling {self.group_id} on {self._bootstrap}: {reason(exc)}") from exc
         out: list[Message] = []
@@ -266,10 +303,34 @@ class KafkaConsumer:
         self._note_lag()
         return out
 
+    def _give_up(self, stuck: Any, waited_s: float) -> None:
+        """Close a member whose poll is stuck (closing makes it leave the group, and answers the
+        poll's waiter with an error, which ends its thread) and join a new one in its place."""
+        self.replaced += 1
+        log.error("%s: a poll has not returned in %.0f s (kafka-python); closing that member and "
+                  "joining a new one (%d replaced so far)", self.group_id, waited_s, self.replaced)
+        self._poller.shutdown()
+        self._poller = DaemonCaller(f"poll-{self.group_id}")
+        closer = threading.Thread(target=self._close_quietly, args=(stuck,), daemon=True,
+                                  name=f"close-{self.group_id}")
+        closer.start()
+        closer.join(timeout=10)
+        self._consumer = None
+        self._lag = {}
+        self._consumer = self._join()
+
+    def _close_quietly(self, consumer: Any) -> None:
+        try:
+            consumer.close(autocommit=False)
+        except Exception as exc:  # closing must not fail: say what happened and go on
+            log.warning("closing consumer %s: %s", self.group_id, reason(exc))
+
     def _note_lag(self) -> None:
         """What each assigned partition holds past our position, as the last fetch saw its end
         (kept for :meth:`lag`: the client is not to be touched from another thread)."""
         lag: dict[tuple[str, int], int] = {}
+        if self._consumer is None:
+            return
         try:
             for tp in self._consumer.assignment():
                 end = self._consumer.highwater(tp)
@@ -290,6 +351,9 @@ class KafkaConsumer:
         explicit = None if offsets is None else {
             TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
             for (topic, partition), offset in offsets.items()}
+        if self._consumer is None:
+            raise BusError(f"commit of {self.group_id} on {self._bootstrap}: the member was "
+                           f"replaced; the next owner of its partitions reads them again")
         try:
             self._consumer.commit(explicit, timeout_ms=self._commit_timeout_ms)
         except (KafkaError, OSError) as exc:
@@ -298,10 +362,12 @@ class KafkaConsumer:
 
     def assignment(self) -> list[tuple[str, int]]:
         """The partitions this member holds now."""
+        if self._consumer is None:
+            return []
         return sorted((tp.topic, tp.partition) for tp in self._consumer.assignment())
 
     def close(self) -> None:
-        try:
-            self._consumer.close(autocommit=False)
-        except Exception as exc:  # closing must not fail: say what happened and go on
-            log.warning("closing consumer %s: %s", self.group_id, reason(exc))
+        if self._consumer is not None:
+            self._close_quietly(self._consumer)
+            self._consumer = None
+        self._poller.shutdown()

@@ -356,7 +356,7 @@ def run(ctx: StageContext[CoreSettings], stop: threading.Event) -> None:
     window = ctx.settings.ingest
     ingest = Ingest(ctx.bus, ctx.store, ctx.topics, window=TimeWindow(
         window.max_past_s, window.max_ahead_s, retention_days=ctx.settings.store.retention_days),
-        metrics=ctx.metrics)
+        max_wait_s=window.gather_s, metrics=ctx.metrics)
     ctx.health["ingest"] = lambda: asdict(ingest.stats)
     # engines without TTL (ClickHouse 18.16) drop expired partitions from a scheduled job
     retention = RetentionJob(ctx.store, ctx.settings.store)

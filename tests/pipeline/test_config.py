@@ -87,13 +87,16 @@ def test_embedded_store_keeps_ingest_and_api_together() -> None:
 def test_durations_in_the_file_and_the_environment(tmp_path: Path) -> None:
     path = write(tmp_path, "remediation:\n  guards:\n    cooldown: 1h30m\n    confirm: 45\n"
                            "  clock:\n    tick: 250ms\nstore:\n  retention_check_s: 2h\n"
-                           "detection:\n  update_every_s: 0.5\n")
+                           "detection:\n  update_every_s: 0.5\n"
+                           "  symptom_update_every_s: 2m\ningest:\n  gather_s: 1500ms\n")
     settings = load_settings(path, env={"ROCEWATCH_REMEDIATION__GUARDS__TARGET_COOLDOWN": "2d"})
     guards = settings.remediation.guards
     assert (guards.cooldown, guards.confirm, guards.target_cooldown) == (5400.0, 45.0, 172800.0)
     assert settings.remediation.clock.tick == 0.25
     assert settings.store.retention_check_s == 7200.0
     assert settings.detection.update_every_s == 0.5
+    assert settings.detection.symptom_update_every_s == 120.0
+    assert settings.ingest.gather_s == 1.5
 
 
 @pytest.mark.parametrize(("text", "says"), [
