@@ -112,6 +112,13 @@ class RollupJob:
     def needed(self) -> bool:
         return bool(self.rollups)
 
+    @property
+    def unsure(self) -> int:
+        """Minute buckets rolled while a write was unreadable and not rolled again yet (they are,
+        by the first run that finds every such write readable; a job stopped before that leaves
+        them as rolled)."""
+        return len(self._unsure)
+
     # -- one run ------------------------------------------------------------------------------
 
     def run_once(self, event_ns: int | None = None) -> int:

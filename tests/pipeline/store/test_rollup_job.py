@@ -193,7 +193,9 @@ def test_a_restarted_job_resumes_from_the_watermark(store: Store, samples: Sampl
 
 def test_event_time_decides_when_a_bucket_is_complete(store: Store, batch_factory: Any,
                                                       rollup_expectation: Any) -> None:
-    start = floor_to(time.time_ns() - 2 * 86400 * NS, MINUTE)  # two days ago by the wall clock
+    # two days ago by the wall clock, ten minutes into an hour: the four minutes the test rolls
+    # never end an hour (at :56 the forced run also completed the hour bucket and rolled 2)
+    start = floor_to(time.time_ns() - 2 * 86400 * NS, HOUR) + 10 * MINUTE
     older = batch_factory(devices=1, ports=1, seconds=150, start_ns=start)
     store.insert_samples(older)
     job = job_for(store, rollup_lateness_s=20)
