@@ -126,6 +126,8 @@ class DetectionChain:
         #: the fabric side of each step (correlator, maintenance, alert book)
         self.fabric = FabricChain(settings, topology)
         self.now_ns = 0
+        #: the typical time between a port's samples, as of the last step (0 before any rate)
+        self.interval_ns = 0
         self.stats = ChainStats()
 
     def observe(self, batches: Iterable[SampleBatch]) -> list[Alert]:
@@ -185,6 +187,7 @@ class DetectionChain:
 
     def step(self, frame: Frame) -> list[Alert]:
         self.stats.steps += 1
+        self.interval_ns = sample_interval_ns(frame)
         symptoms = self.judge(frame)
         self.stats.symptoms = len(symptoms)
         return self.decide(symptoms, frame)
@@ -198,7 +201,7 @@ class DetectionChain:
 
     def decide(self, symptoms: list[Alert], frame: Frame) -> list[Alert]:
         """The fabric side of the step: the alert state changes to publish."""
-        changes = self.fabric.decide(symptoms, frame.now_ns, sample_interval_ns(frame))
+        changes = self.fabric.decide(symptoms, frame.now_ns, self.interval_ns)
         self.stats.incidents = self.fabric.incidents
         return changes
 

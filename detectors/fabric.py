@@ -24,7 +24,7 @@ class FabricChain:
 
     def __init__(self, settings: DetectionSettings, topology: Topology | None) -> None:
         self.correlator = Correlator(topology, settings.correlator)
-        self.book = AlertBook(settings.update_every_s)
+        self.book = AlertBook(settings.update_every_s, settings.symptom_update_every_s)
         #: what remediation holds in maintenance (an input, like the topology): what it causes
         #: is restated as expected, never a root cause (pipeline.maintenance)
         self.maintenance = MaintenanceBook()

@@ -6,7 +6,8 @@ symptoms) and returns only the state changes to publish, Alertmanager style:
 * **firing**   a fingerprint not active before: published with its ``starts_at``;
 * **updated**  an active fingerprint whose verdict changed (severity, root cause, what it explains,
   what inhibits it, its ports), or whose evidence has not been re-published for ``update_every_s``
-  of event time: published with the original ``starts_at`` and a new ``updated_at``;
+  of event time (``symptom_every_s`` for a symptom: there are many, and only their evidence
+  moves): published with the original ``starts_at`` and a new ``updated_at``;
 * **resolved** a fingerprint no longer active: published once with ``ends_at`` = the step's event
   time.
 
@@ -23,8 +24,11 @@ _VERDICT = ("severity", "root_cause", "inhibited_by", "ports", "name", "entity")
 
 
 class AlertBook:
-    def __init__(self, update_every_s: float = 10.0) -> None:
+    def __init__(self, update_every_s: float = 10.0,
+                 symptom_every_s: float | None = None) -> None:
         self.update_every_ns = int(update_every_s * 1e9)
+        self.symptom_every_ns = (self.update_every_ns if symptom_every_s is None
+                                 else int(symptom_every_s * 1e9))
         self.firing: dict[str, Alert] = {}
         self._published_ns: dict[str, int] = {}
         self.counts = {"firing": 0, "updated": 0, "resolved": 0}
@@ -48,7 +52,8 @@ class AlertBook:
                     else alert.model_copy(update={"starts_ns": prev.starts_ns}))
             self.firing[fp] = kept
             changed = any(getattr(kept, f) != getattr(prev, f) for f in _VERDICT)
-            if changed or now_ns - self._published_ns[fp] >= self.update_every_ns:
+            every = self.update_every_ns if kept.root_cause else self.symptom_every_ns
+            if changed or now_ns - self._published_ns[fp] >= every:
                 self._published_ns[fp] = now_ns
                 self.counts["updated"] += 1
                 out.append(kept)

@@ -2,9 +2,13 @@
 
 It reads the samples topic in its own consumer group, decodes each message (what cannot be read,
 a whole message or some of its rows, goes to the dead-letter topic under the wire's one policy,
-:mod:`pipeline.wire.deadletter`, and never stops the loop), feeds what one poll returned through
-:class:`~detectors.chain.DetectionChain` as one step, publishes the alert state changes to the
-alerts topic (:mod:`pipeline.wire.alerts`), and only then, its dead letters flushed, commits. The
+:mod:`pipeline.wire.deadletter`, and never stops the loop), gathers what its polls return until a
+step is due (:mod:`detectors.gather`: a quarter of the devices, or of the sample interval in event
+time, or a poll that came back empty), feeds them through :class:`~detectors.chain.DetectionChain`
+(one step per wave of event time: the chain gives the same state however the samples are
+batched), publishes the alert state changes to the alerts topic (:mod:`pipeline.wire.alerts`),
+and only then, its dead letters flushed, commits what it gathered (a member that stops before
+that leaves it to the next owner of its partitions). The
 topology comes from the stage context; event time comes from the samples. Maintenance (what
 remediation holds drained or isolated, :mod:`pipeline.maintenance`) comes from the actions topic
 (group ``<group>-maintenance``): an input like the topology, read before each step's samples.
@@ -24,6 +28,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from detectors.chain import DetectionChain
+from detectors.gather import Gathered
 from detectors.metrics import watch
 from detectors.settings import DetectionSettings
 from detectors.topology import TopologyWatch
@@ -55,6 +60,9 @@ class EngineStats:
     published: int = 0
     last_step_s: float = 0.0
     maintenance_records: int = 0
+    #: polls, and steps of the chain (each over what one or more polls gathered)
+    polls: int = 0
+    steps: int = 0
 
 
 class Engine:
@@ -62,6 +70,9 @@ class Engine:
 
     #: the key of the chain's alert messages (the topology watch's are always ``detect``)
     alerts_key = b"detect"
+    #: whether polls are gathered into one step (:mod:`detectors.gather`): an engine of
+    #: samples does; one that reads something else steps on every poll
+    gathers = True
 
     def __init__(self, consumer: Consumer, producer: Producer, topics: Topics,
                  chain: DetectionChain, max_records: int = 2000, group: str = "detect",
@@ -78,6 +89,8 @@ class Engine:
         self.max_records = max_records
         self.stats = EngineStats()
         self.letters = DeadLetters(group, producer, topics.deadletter)
+        #: what the polls returned and the chain has not stepped yet (detectors.gather)
+        self.gathered = Gathered()
 
     def decode(self, msg: Message) -> SampleBatch | None:
         """The good rows of a message (None when it had none); the rest is dead-lettered."""
@@ -88,23 +101,42 @@ class Engine:
         return decoded.items if len(decoded.items) else None
 
     def step(self, timeout_s: float = 0.5) -> int:
-        """One poll → detect → publish → commit; returns the messages handled."""
+        """One poll; once a step is due (:mod:`detectors.gather`), what was gathered → detect →
+        publish → commit. Returns the messages polled (0: the poll came back empty, and
+        anything gathered was stepped)."""
         self.learn_maintenance()
         self.watch_topology()
         msgs = self.consumer.poll(timeout_s=timeout_s, max_records=self.max_records)
-        if not msgs:
-            return 0
+        self.stats.polls += 1
         t0 = time.perf_counter()
-        self.publish(self.handle(msgs))
-        self.letters.flush()
-        self.consumer.commit()
-        self.stats.messages += len(msgs)
-        self.stats.last_step_s = time.perf_counter() - t0
+        if not self.gathers:
+            if msgs:
+                self._finish(self.handle(msgs), len(msgs), t0)
+            return len(msgs)
+        if msgs:
+            self.gathered.add([b for b in (self.decode(m) for m in msgs) if b is not None],
+                              len(msgs))
+        chain = self.chain
+        if self.gathered.messages and (not msgs or self.gathered.due(
+                chain.settings.gather_intervals, chain.interval_ns, len(chain.names.devices))):
+            gathered, self.gathered = self.gathered, Gathered()
+            self._finish(self.judge(gathered.batches), gathered.messages, t0)
         return len(msgs)
 
+    def _finish(self, changes: list[Alert], messages: int, t0: float) -> None:
+        self.publish(changes)
+        self.letters.flush()
+        self.consumer.commit()
+        self.stats.messages += messages
+        self.stats.steps += 1
+        self.stats.last_step_s = time.perf_counter() - t0
+
     def handle(self, msgs: list[Message]) -> list[Alert]:
-        """One poll's messages through the chain: the alert changes to publish."""
-        batches = [b for b in (self.decode(m) for m in msgs) if b is not None]
+        """Messages through the chain at once: the alert changes to publish."""
+        return self.judge([b for b in (self.decode(m) for m in msgs) if b is not None])
+
+    def judge(self, batches: list[SampleBatch]) -> list[Alert]:
+        """Decoded samples through the chain: the alert changes to publish."""
         return self.chain.observe(batches) if batches else []
 
     @property
@@ -192,7 +224,9 @@ def serve(ctx: StageContext[WithDetection], engine: Engine, stop: threading.Even
     step_seconds = watch(ctx.metrics, engine.health)
     try:
         while not stop.is_set():
-            if engine.step():
+            steps = engine.stats.steps
+            engine.step()
+            if engine.stats.steps != steps:
                 step_seconds.observe(engine.stats.last_step_s)
     finally:
         engine.close()

@@ -34,9 +34,19 @@ class DetectionSettings(Strict):
     detectors: tuple[PluginSpec, ...] = ()
     #: consumer group of the detect role on the samples topic
     group: str = "detect"
-    #: a firing alert's evidence is re-published at most this often (event-time seconds)
+    #: a firing incident (a root cause) whose verdict has not changed is re-published, with its
+    #: latest evidence, once it is this old in event time
     update_every_s: Duration = Field(10.0, gt=0)
+    #: the same for a symptom (not a root cause). Thousands are firing on a healthy AllReduce
+    #: fabric (pausing ports, queues building): each restated every interval would be a stream
+    #: of its own. A minute, as Prometheus re-sends firing alerts every ``resend_delay`` (1 m)
+    symptom_update_every_s: Duration = Field(60.0, gt=0)
     correlator: CorrelatorSettings = CorrelatorSettings()
+    #: a live detect engine gathers what its polls return and steps once it comes from this
+    #: share of the devices, or spans this share of the sample interval in event time, or a
+    #: poll comes back empty (:mod:`detectors.gather`): a sample waits at most this share of an
+    #: interval to be judged; 0 steps on every poll
+    gather_intervals: float = Field(0.25, ge=0, le=1)
     #: ``single``: the detect role runs the whole chain (detectors and correlator) on the samples
     #: it reads: one detect process per deployment. ``partitioned``: each detect process judges
     #: its share of the samples partitions and publishes symptoms; the ``correlate`` role (one

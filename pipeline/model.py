@@ -220,8 +220,8 @@ def fingerprint(labels: dict[str, str]) -> str:
 
 
 @lru_cache(maxsize=65536)
-def _cached_fingerprint(items: tuple[tuple[str, str], ...]) -> str:
-    return fingerprint(dict(items))
+def _cached_fingerprint(name: str, entity: str, labels: tuple[tuple[str, str], ...]) -> str:
+    return fingerprint({**dict(labels), "alertname": name, "entity": entity})
 
 
 class Alert(BaseModel):
@@ -255,7 +255,9 @@ class Alert(BaseModel):
 
     @property
     def fingerprint(self) -> str:
-        return _cached_fingerprint(tuple(sorted(self.identity.items())))
+        labels = self.labels
+        return _cached_fingerprint(self.name, self.entity,
+                                   tuple(sorted(labels.items())) if labels else ())
 
     @property
     def firing(self) -> bool:

@@ -58,9 +58,9 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
     """Storms, slow receivers and incasts, each rooted at a host's leaf port."""
     out = []
     converging = converging_senders(graph, topology)
-    for host in topology.hosts:
+    for host in topology.hosts_at(graph.symptoms):
         label = str(host.port)
-        here = graph.symptoms.get(label, [])
+        here = graph.symptoms[label]
         if not here:
             continue
         by_name = {a.name: a for a in here}
@@ -138,15 +138,15 @@ def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn
     that send more than ``FAIR_SHARE_SLACK`` times that send most of it up into the fabric: they
     are held because their ingress buffers hold a little of P's queue (head-of-line blocking
     under load that fills P from elsewhere), not because they flood P, and do not converge."""
-    roots = {str(h.port): h for h in topology.hosts
-             if any(_saturated(a) for a in graph.symptoms.get(str(h.port), ()))}
+    roots = {str(h.port): h for h in topology.hosts_at(graph.symptoms)
+             if any(_saturated(a) for a in graph.symptoms[str(h.port)])}
     out: dict[str, FanIn] = {}
     if not roots:
         return out
     stalled = {p for cycle in _cycles(graph, _held(graph, topology)) for p in cycle}
     held: dict[str, list[tuple[str, float, float, str]]] = {}
-    for host in topology.hosts:
-        pausing = [a for a in graph.symptoms.get(str(host.port), []) if a.name == PFC_PAUSING]
+    for host in topology.hosts_at(graph.symptoms):
+        pausing = [a for a in graph.symptoms[str(host.port)] if a.name == PFC_PAUSING]
         if not pausing:
             continue
         below = graph.descendants(host_node(host.name))
@@ -298,9 +298,9 @@ def _held(graph: PauseGraph, topology: Topology) -> dict[str, Alert]:
             if a.name != PFC_PAUSING or a.evidence.get("pause_share", 0.0) < \
                     _STUCK.min_pause_share or a.evidence.get("inbound", 1.0) >= _STUCK.max_drain:
                 continue
-            peer = topology.peer(Port.parse(label))
-            if peer is not None:  # a fabric link (hosts are judged from their leaf)
-                out.setdefault(str(peer), a)
+            at = topology.attached(label)
+            if at is not None and at.far is not None:  # a fabric link (hosts: from their leaf)
+                out.setdefault(at.far_label, a)
     return out
 
 

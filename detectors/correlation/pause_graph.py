@@ -33,7 +33,7 @@ from pipeline.kinds import (
     PFC_PAUSING,
 )
 from pipeline.model import Alert
-from pipeline.topology.model import Host, Link, Port, Topology
+from pipeline.topology.model import Host, Topology
 
 #: a port with a standing queue that sends less than this share of line rate is held back by its
 #: peer, whatever its pause counters say: on a lossless priority nothing else idles a backlog
@@ -122,10 +122,10 @@ class PauseGraph:
         for label in ports:
             if label.startswith(("host:", "device:")):
                 continue
-            peer = topology.peer(Port.parse(label))
-            if peer is not None and any(a.name == PFC_PAUSING
-                                        for a in self.symptoms.get(str(peer), ())):
-                out.add(str(peer))
+            at = topology.attached(label)
+            if at is not None and at.far is not None and any(
+                    a.name == PFC_PAUSING for a in self.symptoms.get(at.far_label, ())):
+                out.add(at.far_label)
         return out
 
     def cycles(self) -> list[set[str]]:
@@ -210,36 +210,37 @@ def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
     # egress blocked, whether or not its own counters crossed the threshold (dialects differ:
     # one end may time the pause while the other only counts frames)
     for label in pausing:
-        here = Port.parse(label)
-        att = topology.attachment(here)
-        if isinstance(att, Link):
-            other = att.other(here)
-            blocked[other.device].add(str(other))
+        at = topology.attached(label)
+        if at is not None and at.far is not None:
+            blocked[at.far.device].add(at.far_label)
     graph.blocked = {p for ports in blocked.values() for p in ports}
 
-    def waits_on(waiter: str, pauser: Port) -> None:
-        """``waiter`` is held back by switch port ``pauser`` (the port that sends the pause)."""
-        targets = blocked.get(pauser.device, set()) - {str(pauser)}
+    def waits_on(waiter: str, device: str, pauser: str) -> None:
+        """``waiter`` is held back by switch port ``pauser`` of ``device`` (the port that sends
+        the pause)."""
+        targets = blocked.get(device, set()) - {pauser}
         if targets:
             for t in targets:
                 graph.add(waiter, t)
         else:
-            graph.add(waiter, device_node(pauser.device))
+            graph.add(waiter, device_node(device))
 
     for label in paused:
-        here = Port.parse(label)
-        att = topology.attachment(here)
-        if isinstance(att, Host):
-            graph.add(label, host_node(att.name))
-        elif isinstance(att, Link):
-            waits_on(label, att.other(here))
+        at = topology.attached(label)
+        if at is None:
+            continue
+        if at.far is not None:
+            waits_on(label, at.far.device, at.far_label)
+        elif isinstance(at.what, Host):
+            graph.add(label, host_node(at.what.name))
     for label in pausing:
-        here = Port.parse(label)
-        att = topology.attachment(here)
-        if isinstance(att, Host):
-            waits_on(host_node(att.name), here)
-        elif isinstance(att, Link):
-            waits_on(str(att.other(here)), here)
+        at = topology.attached(label)
+        if at is None:
+            continue
+        if at.far is not None:
+            waits_on(at.far_label, label.partition(":")[0], label)
+        elif isinstance(at.what, Host):
+            waits_on(host_node(at.what.name), label.partition(":")[0], label)
     _last_hop(graph, congested, topology)
     return graph
 
@@ -251,11 +252,10 @@ def _last_hop(graph: PauseGraph, congested: set[str], topology: Topology) -> Non
     the link (an incast whose senders' paths meet one hop early, on the spine's downlink), so the
     link waits for them."""
     for label in congested:
-        here = Port.parse(label)
-        att = topology.attachment(here)
-        if not isinstance(att, Link):
+        at = topology.attached(label)
+        if at is None or at.far is None:
             continue
-        leaf = att.other(here).device
+        leaf = at.far.device
         if leaf not in topology.leaves:
             continue
         for host in topology.host_ports(leaf):

@@ -36,7 +36,7 @@ from pipeline.bus.base import Consumer, Message, Producer, Topics
 from pipeline.cluster.lease import Lease, identity
 from pipeline.errors import DecodeError
 from pipeline.maintenance import MaintenanceBook
-from pipeline.model import Alert
+from pipeline.model import Alert, SampleBatch
 from pipeline.stage import StageContext
 from pipeline.wire.alerts import decode_alerts
 from pipeline.wire.deadletter import DeadLetter
@@ -54,8 +54,8 @@ class WorkerEngine(Engine):
 
     chain: SymptomChain
 
-    def handle(self, msgs: list[Message]) -> list[Alert]:
-        super().handle(msgs)
+    def judge(self, batches: list[SampleBatch]) -> list[Alert]:
+        super().judge(batches)
         reports = self.chain.take_reports()
         for report in reports:
             self.producer.send(self.topics.symptoms, encode_report(report),
@@ -69,6 +69,7 @@ class CorrelateEngine(Engine):
     """The correlator's consumer of the symptoms topic and its state."""
 
     alerts_key = KEY
+    gathers = False  # it reads symptom reports, stepped one event time at a time
 
     def __init__(self, consumer: Consumer, producer: Producer, topics: Topics,
                  correlator: PartitionedCorrelator, group: str,
@@ -117,8 +118,9 @@ def run_worker(ctx: StageContext[WithDetection], stop: threading.Event) -> None:
 class BookMirror:
     """What the correlator (whichever process) published as firing and has not resolved, read
     from the alerts topic by every correlate process (a consumer group of its own, from the
-    topic's start). The correlator republishes every firing alert at least every
-    ``update_every_s`` of event time, so the mirror is never older than that."""
+    topic's start). The correlator republishes every firing incident at least every
+    ``update_every_s`` of event time and every firing symptom every ``symptom_update_every_s``,
+    so the mirror's evidence is never older than that."""
 
     def __init__(self, consumer: Consumer) -> None:
         self.consumer = consumer

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from detectors.chain import DetectionChain, build_detectors, detector_specs
-from detectors.correlation.correlator import sample_interval_ns
 from detectors.features import Frame
 from detectors.partition.pause import PauseSummaries
 from detectors.partition.rules import SUMMARIZED_RULES, forwarded_metrics, on_fabric_side
@@ -63,7 +62,7 @@ class SymptomChain(DetectionChain):
 
     def decide(self, symptoms: list[Alert], frame: Frame) -> list[Alert]:
         summaries = tuple(s for d in self._summing for s in d.take())
-        self._reports.append(SymptomReport(self.worker, frame.now_ns, sample_interval_ns(frame),
+        self._reports.append(SymptomReport(self.worker, frame.now_ns, self.interval_ns,
                                            self._judged, tuple(symptoms), self._inputs,
                                            summaries))
         self._inputs = None

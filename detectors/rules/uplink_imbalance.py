@@ -12,6 +12,9 @@ baseline). Per switch and sample, over the group's members that are up:
 * the hottest member must be saturated (``min_hot`` of line rate) and the switch must be
   pausing what feeds the group (``min_host_pause``): a leaf its hosts, a spine its leaves (the
   ports of its links down); an uneven group that holds nobody back costs nothing;
+* the members left cool must be free to send: a member its peer pauses (``min_host_pause`` of
+  the time) is cool because of congestion beyond it (a storm or a deadlock upstream holds it),
+  not because the hash gave it few flows;
 * a hash is static, so a leaf's natural unevenness is its own baseline: the share of the group's
   traffic on the hottest member is learned over the leaf's first ``warmup`` samples and kept while
   the leaf is calm; a *collision* is that share rising by ``min_shift`` or more (flows moving onto
@@ -125,7 +128,12 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         held = np.nanmax(np.where(np.isfinite(share_tx[feeding]), share_tx[feeding], 0.0),
                          initial=0.0)
         hurts = held >= o.min_host_pause  # its senders are held back: the group is the bottleneck
-        bad = saturated and imbalance >= o.min_imbalance and moved and hurts
+        paused, _ = pause_share(frame, at, "rx")
+        cool = np.flatnonzero(usable)[np.arange(util.size) != hot]
+        held_cool = np.nanmax(np.where(np.isfinite(paused[cool]), paused[cool], 0.0),
+                              initial=0.0)
+        free = held_cool < o.min_host_pause  # a paused member is cool for what lies beyond it
+        bad = saturated and imbalance >= o.min_imbalance and moved and hurts and free
         good = not saturated or imbalance < (1 + o.min_imbalance) / 2 or calm
         # the baseline is the hash's normal: learned while warming up, then followed only while
         # the share stays near it, either way (a collision that does not hurt yet must not become
@@ -136,7 +144,7 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
             self.base[did] = top if n == 0 else base + o.baseline_alpha * (top - base)
         return DeviceVerdict(bad, good and not bad,
                              {"imbalance": imbalance, "hot_util": float(util[hot]),
-                              "host_pause": float(held),
+                              "host_pause": float(held), "cool_paused": float(held_cool),
                               "hot_share": top, "baseline_share": base,
                               "members": float(util.size)},
                              (frame.ports.label(int(at.pids[usable][hot])),), known=True)

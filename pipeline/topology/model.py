@@ -14,6 +14,7 @@ a zone can carry is in :mod:`pipeline.topology.capacity`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -82,6 +83,16 @@ class Host:
     name: str
     port: Port
     gbps: float
+
+
+@dataclass(frozen=True)
+class Attached:
+    """What one ``device:port`` label is plugged into: a fabric link, with the port at its other
+    end (``far``, and its label), or a host (``far`` None)."""
+
+    what: Link | Host
+    far: Port | None = None
+    far_label: str = ""
 
 
 @dataclass(frozen=True)
@@ -198,10 +209,37 @@ class Topology:
     def host_by_name(self) -> dict[str, Host]:
         return {host.name: host for host in self.hosts}
 
+    @cached_property
+    def _host_at(self) -> dict[str, int]:
+        return {str(host.port): i for i, host in enumerate(self.hosts)}
+
+    def hosts_at(self, labels: Iterable[str]) -> list[Host]:
+        """The hosts plugged into the given ``device:port`` labels, in topology order (labels of
+        other ports are passed over): a lookup of the few ports that matter, not a walk of every
+        host."""
+        index = self._host_at
+        return [self.hosts[i] for i in sorted({index[lab] for lab in labels if lab in index})]
+
     @property
     def n_switch_ports(self) -> int:
         """Connected switch ports: both ends of every fabric link and each host's leaf port."""
         return 2 * len(self.links) + len(self.hosts)
+
+    @cached_property
+    def _by_label(self) -> dict[str, Attached]:
+        out: dict[str, Attached] = {}
+        for link in self.links:
+            out[str(link.a)] = Attached(link, link.b, str(link.b))
+            out[str(link.b)] = Attached(link, link.a, str(link.a))
+        for host in self.hosts:
+            out[str(host.port)] = Attached(host)
+        return out
+
+    def attached(self, label: str) -> Attached | None:
+        """What the switch port ``device:port`` is plugged into, by its label (None for an
+        unused port or a label that names no port): for hot paths that hold labels, without
+        parsing them."""
+        return self._by_label.get(label)
 
     def attachment(self, port: Port) -> Link | Host | None:
         """The link or host on a switch port, or None for an unused port."""

@@ -117,14 +117,21 @@ def _batches(switches: list[_Switch], t: float, rng: np.random.Generator) -> lis
 @click.option("--reference", is_flag=True,
               help="The 24,576-GPU reference fabric (three tiers, 928 switches) instead of "
                    "--spines/--leaves/--hosts-per-leaf.")
+@click.option("--polls", default=1, show_default=True,
+              help="Deliver each interval in this many parts (a live consumer's polls: the "
+                   "switches' messages arrive spread over the interval), gathered into steps "
+                   "as the live engine does (detectors.gather).")
+@click.option("--every-poll", is_flag=True,
+              help="With --polls: one observe per part (the engine before it gathered).")
 @click.option("--profile", "profile_to", type=click.Path(dir_okay=False), default=None,
               help="Write a cProfile of the timed calls after the first interval here and "
                    "print the top of it.")
 def detect(spines: int, leaves: int, hosts_per_leaf: int, intervals: int,
-           no_anomaly: bool, series_per_port: str, reference: bool,
-           profile_to: str | None) -> None:
+           no_anomaly: bool, series_per_port: str, reference: bool, polls: int,
+           every_poll: bool, profile_to: str | None) -> None:
     """Samples per second through rates + detectors + correlator on a synthetic fabric."""
     from detectors.chain import build_detectors
+    from detectors.gather import Gathered
     from pipeline.config import PluginSpec
     from pipeline.registry import Registry
 
@@ -151,6 +158,7 @@ def detect(spines: int, leaves: int, hosts_per_leaf: int, intervals: int,
     busy = cpu = 0.0
     first = first_cpu = 0.0
     incidents: set[str] = set()
+    gathered, steps = Gathered(), 0
     for k in range(1, intervals + 1):
         if k == stuck_at:
             _stick(leaf, leaf.ports.index(host.port.name))
@@ -161,7 +169,15 @@ def detect(spines: int, leaves: int, hosts_per_leaf: int, intervals: int,
         watching = profiler if k > 1 else None
         if watching is not None:
             watching.enable()
-        changes = chain.observe(batches)
+        changes = []
+        size = -(-len(batches) // max(1, polls))
+        for lo in range(0, len(batches), size):
+            gathered.add(batches[lo:lo + size], 1)
+            if every_poll or gathered.due(settings.gather_intervals, chain.interval_ns,
+                                          len(chain.names.devices)):
+                changes.extend(chain.observe(gathered.batches))
+                steps += 1
+                gathered = Gathered()
         if watching is not None:
             watching.disable()
         wall, used = time.perf_counter() - t0, time.process_time() - c0
@@ -176,7 +192,8 @@ def detect(spines: int, leaves: int, hosts_per_leaf: int, intervals: int,
                f"{chain.names.n_ports} ports, {chain.names.n_series} series")
     click.echo(f"detectors: {', '.join(names)}")
     click.echo(f"streamed {intervals} intervals of {per_interval:,.0f} samples "
-               f"({len(switches)} batches each)")
+               f"({len(switches)} batches each, in {max(1, polls)} part(s); "
+               f"{steps / intervals:.1f} steps per interval)")
     click.echo(f"detection time {busy:.2f} s: {samples / busy:,.0f} samples/s, "
                f"{busy / intervals * 1e3:.1f} ms per interval "
                f"(real time up to {per_interval * intervals / busy / per_interval:,.1f} "

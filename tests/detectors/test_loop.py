@@ -38,6 +38,20 @@ def test_book_publishes_firing_updates_and_resolution_once_each():
     assert book.reconcile([], 15 * S) == []
 
 
+def test_book_refreshes_an_unchanged_symptom_less_often_than_an_incident():
+    book = AlertBook(update_every_s=10, symptom_every_s=60)
+    book.reconcile([alert("root", 0), alert("sym", 0, root_cause=False)], 0)
+    refreshed: list[str] = []
+    for t in range(1, 121):
+        refreshed += [a.name for a in book.reconcile(
+            [alert("root", t), alert("sym", t, root_cause=False)], t * S)]
+    assert refreshed.count("root") == 12 and refreshed.count("sym") == 2
+    # a symptom whose verdict changes is published at once, whatever its refresh period
+    moved = book.reconcile([alert("root", 121),
+                            alert("sym", 121, root_cause=False, severity="critical")], 121 * S)
+    assert [a.name for a in moved] == ["sym"]
+
+
 def test_engine_skips_garbage_and_publishes_alert_changes():
     topo = small()
     bus = MemoryBus(partitions=2)

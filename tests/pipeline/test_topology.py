@@ -44,6 +44,18 @@ def test_lookups_by_port() -> None:
     assert len(topo.uplinks("leaf3")) == 2
 
 
+def test_a_label_looks_up_what_its_port_plugs_into() -> None:
+    topo = spine_leaf(2, 3, 2, uplinks_per_pair=2)
+    for device in [*topo.spines, *topo.leaves]:
+        for port in topo.ports(device):
+            at = topo.attached(str(port))
+            assert at is not None and at.what == topo.attachment(port)
+            assert at.far == topo.peer(port)
+            assert at.far_label == (str(at.far) if at.far is not None else "")
+    assert topo.attached("leaf1:Ethernet99") is None
+    assert topo.attached("not a port") is None and topo.attached("") is None
+
+
 def test_json_round_trip() -> None:
     topo = spine_leaf(spines=2, leaves=3, hosts_per_leaf=3, uplinks_per_pair=2, link_gbps=100)
     again = Topology.from_json(json.loads(json.dumps(topo.to_json())))

@@ -80,3 +80,21 @@ def test_a_dip_while_other_traffic_is_held_back_is_not_learned_as_the_normal():
     spread(feed, 1.0, 0.15, 0.15, 0.15)
     run(chain, feed, 10)
     assert not active(chain)
+
+
+def test_members_cool_because_their_spines_pause_them_are_no_collision():
+    # a deadlock or a storm beyond the spines pauses three of leaf1's uplinks: the fourth carries
+    # the most and leaf1 holds its hosts back, yet the hash moved nothing. With the same loads and
+    # the cool members free to send, it is a collision
+    feed, chain = leaf_loaded(0.5, 0.5, 0.5, 0.5)
+    run(chain, feed, 15)
+    spread(feed, 0.05, 0.05, 0.05, 1.0)
+    hosts_held(feed)
+    for port in UPLINKS[:3]:
+        feed.set(port, pfc_rx_frames__3=50000.0, pfc_rx_pause_us__3=0.6e6)
+    run(chain, feed, 10)
+    assert not active(chain)
+    for port in UPLINKS[:3]:
+        feed.set(port, pfc_rx_frames__3=0.0, pfc_rx_pause_us__3=0.0)
+    run(chain, feed, 2)
+    assert ("ecmp_imbalance", "leaf1") in active(chain)
