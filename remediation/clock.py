@@ -6,6 +6,10 @@ watermark runs twenty times faster than the wall clock, so ``group_wait: 30s`` m
 *simulated* seconds, as it must. In a live fabric the watermark tracks the wall clock, one sample
 interval behind.
 
+The clock also keeps the recent steps of its watermark (:meth:`EventClock.reached`), so a job
+that runs late, its thread busy while the stream moved on, still acts at the event time its
+deadline was passed rather than at the time it got to run.
+
 When nothing arrives for ``idle_after`` seconds of wall time (telemetry is down, or a quiet test
 bus), the clock goes on from the last watermark at wall-clock pace, so repeats and timeouts still
 fire; when data returns with older timestamps the clock does not step back (it is monotonic).
@@ -14,11 +18,14 @@ With ``time: wall`` the clock is simply the wall clock.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections.abc import Callable
 
 NS = 1_000_000_000
+#: watermark steps kept for :meth:`EventClock.reached` (the oldest half is dropped past this)
+STEPS_KEPT = 4096
 
 
 class EventClock:
@@ -33,12 +40,29 @@ class EventClock:
         self._watermark_ns = 0
         self._seen_at = monotonic()
         self._last_now = 0
+        self._steps: list[int] = []  # the watermark's values as it advanced, ascending
+        self._trimmed = False
 
     def observe(self, event_ns: int) -> None:
         """Advance the watermark with an event timestamp (older ones are ignored)."""
         with self._lock:
             self._seen_at = self._monotonic()
-            self._watermark_ns = max(self._watermark_ns, event_ns)
+            if event_ns > self._watermark_ns:
+                self._watermark_ns = event_ns
+                self._steps.append(event_ns)
+                if len(self._steps) > STEPS_KEPT:
+                    del self._steps[:STEPS_KEPT // 2]
+                    self._trimmed = True
+
+    def reached(self, deadline_ns: int) -> int | None:
+        """The watermark's first value at or past ``deadline_ns``: the event time at which the
+        stream passed it. None when it has not been passed yet, or passed before the steps kept
+        (the caller then uses :meth:`now_ns`)."""
+        with self._lock:
+            i = bisect.bisect_left(self._steps, deadline_ns)
+            if i == len(self._steps) or (i == 0 and self._trimmed):
+                return None
+            return self._steps[i]
 
     @property
     def watermark_ns(self) -> int:

@@ -129,7 +129,8 @@ class Remediation:
             return
         self.topology = topology
         self.drainer = Drainer(self.settings, topology, self.switches, self.te, self.telemetry,
-                               self.recorder, self.maintenance, page=self.page)
+                               self.recorder, self.maintenance, page=self.page,
+                               reached=self.clock.reached)
         if self._state:
             state.restore({k: v for k, v in self._state.items() if k != "silences"},
                           self.drainer, self.alerting.silences)

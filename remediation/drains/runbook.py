@@ -51,8 +51,11 @@ class Drainer:
                  switches: SwitchControl | None, te: TeController | None,
                  telemetry: LinkTelemetry, recorder: Recorder,
                  maintenance: MaintenanceDesk | None = None,
-                 page: Callable[[Alert], None] = lambda alert: None) -> None:
+                 page: Callable[[Alert], None] = lambda alert: None,
+                 reached: Callable[[int], int | None] = lambda deadline_ns: None) -> None:
         self.settings = settings
+        #: the event time at which the stream passed a deadline (remediation.clock), if known
+        self.reached = reached
         self.topology = topology
         self.guards = Guards(settings.guards, topology)
         self.telemetry = telemetry
@@ -254,7 +257,11 @@ class Drainer:
                 self.steps.to(run, Phase.CANCELLED, "skipped", "the incident resolved before "
                               "it was confirmed", now_ns, step="confirm")
             elif now_ns - run.alert.starts_ns >= g.confirm * NS:
-                self._decide(run, now_ns)
+                # on event time: a tick that runs late (its thread was busy while the stream
+                # moved on) decides at the event time the stream passed the confirmation
+                passed = self.reached(max(run.alert.starts_ns + int(g.confirm * NS),
+                                          run.since_ns))
+                self._decide(run, now_ns if passed is None else min(now_ns, passed))
         elif run.phase == Phase.AWAITING_APPROVAL:
             if not run.alert.firing:
                 self.steps.to(run, Phase.CANCELLED, "skipped", "the incident resolved while "

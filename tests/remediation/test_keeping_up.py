@@ -165,3 +165,30 @@ def test_notifications_and_decisions_keep_event_time_under_a_storm_at_speed(http
     assert not health["job_errors"]
     assert "maximum number of running instances" not in caplog.text
     assert len(hook.requests) >= len(told)
+
+
+def test_a_runbook_tick_that_runs_late_decides_when_the_stream_passed_the_confirmation():
+    # the runbook job's thread was busy (GIL, a slow receiver) while the stream moved on: the
+    # decision belongs to the event time at which the confirmation came due, not to the time the
+    # job got to run (the old drainer stamped it 34 s here, seven intervals late)
+    settings = RemediationSettings.model_validate({
+        "mode": "dry_run", "state_path": "", "receivers": [{"type": "log", "name": "log"}],
+        "guards": {"confirm": f"{CONFIRM_S}s"}})
+    bus, topics = MemoryBus(), Topics("l.")
+    bus.ensure_topics(topics.all())
+    service = Remediation(settings, bus, topics, TOPO)
+    audit = bus.consumer([topics.actions], "audit")
+    link = TOPO.links[5].id
+    for k in range(35):
+        _publish_clock(bus, topics, float(k))
+        if k == 2:
+            bus.producer().send(topics.alerts, encode_alerts(
+                [make_alert("faulty_link", link, start=2, updated=2, confidence=0.9)]))
+        while service.poll(0.0):
+            pass
+        if k == 2:
+            service.runbooks_tick()  # the proposal is made on time
+    service.runbooks_tick()  # the next run of the job: 31 s after the incident started
+    records = [r for m in audit.poll(0.2, 10_000) for r in decode_actions(m.value).items]
+    decided = next(r for r in records if r.action == "drain" and r.outcome == "done")
+    assert decided.at_ns == at(2 + CONFIRM_S)
