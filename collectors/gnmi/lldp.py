@@ -3,10 +3,11 @@ serve no Get), decoded into a :class:`~pipeline.topology.neighbors.NeighborRepor
 
 What is read, by the profile's ``lldp.dialect`` (``docs/telemetry-dialects.md``, "LLDP"):
 
-* ``openconfig`` (OpenConfig, Arista EOS, Cumulus): ``/lldp`` (the switch's chassis id and name,
-  and per interface its neighbours' chassis id, port id, their types, port description and
-  system name), with ``/interfaces/interface[name=*]/state/oper-status`` and
-  ``.../ethernet/state/port-speed`` in the same request. The answer may be a JSON tree or one
+* ``openconfig`` (OpenConfig, Arista EOS, Cumulus): under ``/lldp``, the switch's chassis id (and
+  its type) and name, and per interface its neighbours' chassis id, port id, their types, port
+  description, system name and description, each leaf asked for by name (wildcard keys), with
+  ``/interfaces/interface[name=*]/state/oper-status`` and ``.../ethernet/state/port-speed`` in
+  the same request. The answer may be a JSON tree or one
   update per leaf; both decode the same. The neighbour list's key is the target's own (a number,
   or chassis and port ids): it is never interpreted. OpenConfig does not say which port id a
   switch sends; these send their interface name;
@@ -18,11 +19,19 @@ The report is stamped with the notifications' own timestamps (the device's clock
 the collector's. :class:`LldpReaders` runs one reader coroutine per target on the gNMI
 collector's event loop, each with a channel of its own opened through the collector's connect
 gate, spread over the interval by a hash of the target's name.
+
+A switch's LLDP table and port states rarely change between two reads, and decoding a reply
+(hundreds of leaves, a JSON value each) cost a collector more than streaming its counters. A
+reader keeps a digest of its last reply's content (the notifications with their timestamps
+cleared, serialized deterministically): a reply with the same digest is the same report at the new
+time, and only a reply that differs is decoded. A digest that differs for another reason (a
+target that orders its updates differently) only costs a decode.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import math
@@ -55,7 +64,15 @@ log = logging.getLogger("rocewatch.collectors.gnmi.lldp")
 
 GET = "/gnmi.gNMI/Get"
 SUBSCRIBE = "/gnmi.gNMI/Subscribe"
-OC_PATHS = ("/lldp", "/interfaces/interface[name=*]/state/oper-status",
+#: the leaves a report is made of, each asked for by name: ``/lldp`` whole would also bring
+#: what changes at every read (a neighbour's ``age`` and ``last-update``, counters), so no two
+#: replies would say the same and every one would be decoded
+_OC_NEIGHBOR = "/lldp/interfaces/interface[name=*]/neighbors/neighbor[id=*]/state/"
+OC_PATHS = (*(f"/lldp/state/{leaf}" for leaf in ("chassis-id", "chassis-id-type", "system-name")),
+            *(_OC_NEIGHBOR + leaf for leaf in ("chassis-id", "chassis-id-type", "port-id",
+                                                "port-id-type", "port-description",
+                                                "system-name", "system-description")),
+            "/interfaces/interface[name=*]/state/oper-status",
             "/interfaces/interface[name=*]/ethernet/state/port-speed")
 SONIC_PATHS = ("LLDP_ENTRY_TABLE/*", "LLDP_LOC_CHASSIS", "PORT_TABLE/*")
 _SPEED = re.compile(r"SPEED_(\d+(?:\.\d+)?)(G|M)B")
@@ -72,6 +89,13 @@ def requests(profile: GnmiProfile, encoding: str) -> tuple[pb.Path, list[pb.Path
 async def read_neighbors(channel: grpc.aio.Channel, target: Target, profile: GnmiProfile,
                          secrets: Any, timeout_s: float = 10.0) -> NeighborReport:
     """One LLDP read of ``target`` over ``channel``."""
+    notes = await fetch(channel, profile, secrets, timeout_s)
+    return decode_report(target.name, profile, stamp(notes), notes)
+
+
+async def fetch(channel: grpc.aio.Channel, profile: GnmiProfile, secrets: Any,
+                timeout_s: float = 10.0) -> list[pb.Notification]:
+    """The notifications of one LLDP read (a Get, or a ONCE subscription)."""
     prefix, paths = requests(profile, profile.encoding)
     enc = ENCODINGS[profile.encoding]
     md = metadata(secrets)
@@ -94,11 +118,31 @@ async def read_neighbors(channel: grpc.aio.Channel, target: Target, profile: Gnm
                 break
             if resp.HasField("update"):
                 notes.append(resp.update)
-    ts = max((n.timestamp for n in notes), default=0) or time.time_ns()
+    return notes
+
+
+def stamp(notes: list[pb.Notification]) -> int:
+    """The read's time: its newest notification's (the device's clock), else the collector's."""
+    return max((n.timestamp for n in notes), default=0) or time.time_ns()
+
+
+def content_digest(notes: list[pb.Notification]) -> bytes:
+    """A digest of what the notifications say, whatever their timestamps (cleared in place:
+    take :func:`stamp` first)."""
+    h = hashlib.blake2b(digest_size=16)
+    for n in notes:
+        n.ClearField("timestamp")
+        h.update(n.SerializeToString(deterministic=True))
+    return h.digest()
+
+
+def decode_report(device: str, profile: GnmiProfile, ts: int,
+                  notes: list[pb.Notification]) -> NeighborReport:
+    """The report the notifications of one read make, stamped ``ts``."""
     leaves = [leaf for n in notes for leaf in _leaves(n)]
     if profile.lldp.dialect == "sonic":
-        return _sonic_report(target.name, ts, leaves)
-    return _oc_report(target.name, ts, leaves)
+        return _sonic_report(device, ts, leaves)
+    return _oc_report(device, ts, leaves)
 
 
 # -- decoding ------------------------------------------------------------------------------------
@@ -261,14 +305,31 @@ def _sonic_report(device: str, ts: int, leaves: list[Leaf]) -> NeighborReport:
 
 
 class _Reader:
-    __slots__ = ("errors", "last_error", "profile", "reports", "target")
+    __slots__ = ("digest", "errors", "last", "last_error", "profile", "reports", "reused",
+                 "target")
 
     def __init__(self, target: Target, profile: GnmiProfile) -> None:
         self.target = target
         self.profile = profile
         self.reports = 0
+        #: reports whose reply said what the last one did (restamped, not decoded again)
+        self.reused = 0
         self.errors = 0
         self.last_error = ""
+        self.digest = b""
+        self.last: NeighborReport | None = None
+
+    def report(self, notes: list[pb.Notification]) -> NeighborReport:
+        """The report of a reply: the last one restamped when the reply's content is the
+        same, else decoded."""
+        ts = stamp(notes)
+        digest = content_digest(notes)
+        if self.last is not None and digest == self.digest:
+            self.reused += 1
+            return self.last.model_copy(update={"ts_ns": ts})
+        report = decode_report(self.target.name, self.profile, ts, notes)
+        self.digest, self.last = digest, report
+        return report
 
 
 class LldpReaders:
@@ -310,8 +371,8 @@ class LldpReaders:
                         finally:
                             self.gate.release()
                     secrets = resolve_secrets(r.target, self.env)
-                    report = await read_neighbors(channel, r.target, r.profile, secrets,
-                                                  self.timeout_s)
+                    report = r.report(await fetch(channel, r.profile, secrets,
+                                                  self.timeout_s))
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # one target's failure stays its own
@@ -334,5 +395,6 @@ class LldpReaders:
     def health(self) -> dict[str, Any]:
         return {"interval_s": self.interval_s, "targets": len(self.readers),
                 "reports": sum(r.reports for r in self.readers),
+                "reused": sum(r.reused for r in self.readers),
                 "errors": sum(r.errors for r in self.readers),
                 "failing": sorted(r.target.name for r in self.readers if r.last_error)}

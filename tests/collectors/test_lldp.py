@@ -43,6 +43,22 @@ def _far(report: NeighborReport) -> dict[str, tuple[str, str]]:
             for p in report.ports if p.neighbors}
 
 
+class _Reports:
+    """The reports a collector hands over, as its readers deliver them (from their thread)."""
+
+    def __init__(self) -> None:
+        self._got: list[NeighborReport] = []
+        self._lock = threading.Lock()
+
+    def take(self, report: NeighborReport) -> None:
+        with self._lock:
+            self._got.append(report)
+
+    def all(self) -> list[NeighborReport]:
+        with self._lock:
+            return list(self._got)
+
+
 def test_every_dialect_reports_what_the_cables_say(lab: Lab) -> None:
     inventory, env = from_lab(lab.agents())
     read = read_all(inventory.targets, env)
@@ -73,28 +89,20 @@ def test_every_dialect_reports_what_the_cables_say(lab: Lab) -> None:
 
 
 def test_the_running_collectors_report_on_their_own_schedule(lab: Lab) -> None:
-    got: list[NeighborReport] = []
-    lock = threading.Lock()
-
-    def take(report: NeighborReport) -> None:
-        with lock:
-            got.append(report)
-
+    got = _Reports()
     agents = str(lab.out_dir / "agents.json")
     # LLDP every 2 simulated seconds: 0.1 s of wall time at speed 20
     gnmi = GnmiCollector("lab", GnmiOptions(agents=agents, lldp_interval_s=2), emit=lambda b: None)
     snmp = SnmpCollector("lab", SnmpOptions(agents=agents, lldp_interval_s=2),
                          emit=lambda b: None)
     for c in (gnmi, snmp):
-        c.emit_neighbors = take
+        c.emit_neighbors = got.take
     with Running(gnmi), Running(snmp):
         def twice_each() -> bool:
-            with lock:
-                counts = {d: sum(r.device == d for r in got) for d in SOURCES}
-            return min(counts.values()) >= 2
+            reports = got.all()
+            return min(sum(r.device == d for r in reports) for d in SOURCES) >= 2
         wait_until(twice_each, "two LLDP reports from every switch", timeout=60)
-    with lock:
-        reports = list(got)
+    reports = got.all()
     for device in SOURCES:
         times = [r.ts_ns for r in reports if r.device == device]
         assert times == sorted(times) and times[0] < times[-1]    # the device's own clock
@@ -118,3 +126,41 @@ def test_an_unreachable_target_is_named_and_the_others_read(lab: Lab) -> None:
     read = read_all([*inventory.targets, dead], env, timeout_s=2.0)
     assert set(read.failed) == {"gone"}
     assert len(read.reports) == len(inventory.targets)
+
+
+def _content(report: NeighborReport) -> dict[str, Any]:
+    return report.model_dump(exclude={"ts_ns"})
+
+
+def test_an_unchanged_reply_is_restamped_and_a_changed_one_decoded(lab: Lab) -> None:
+    """A reader decodes a reply only when what it says changed: the reports it restamps are what
+    a fresh read decodes, and a port taken down shows in the next report."""
+    got = _Reports()
+    agents = str(lab.out_dir / "agents.json")
+    gnmi = GnmiCollector("restamp", GnmiOptions(agents=agents, lldp_interval_s=2),
+                         emit=lambda b: None)
+    gnmi.emit_neighbors = got.take
+    devices = {d for d, s in SOURCES.items() if s.startswith("gnmi/")}
+    inventory, env = from_lab(lab.agents())
+    port = next(p.name for p in lab.topology.ports("spine1")
+                if lab.topology.peer(p) is not None)
+    with Running(gnmi):
+        wait_until(lambda: gnmi.health()["lldp"]["reused"] >= 2 * len(devices),
+                   "LLDP replies unchanged since the last read", timeout=60)
+        fresh = {r.device: r for r in read_all(inventory.targets, env).reports}
+        latest = {r.device: r for r in got.all()}
+        for device in devices:
+            assert _content(latest[device]) == _content(fresh[device]), device
+        seen = len(got.all())
+        lab.set_admin("spine1", port, False)
+        try:
+            def shows_down() -> bool:
+                later = [r for r in got.all()[seen:] if r.device == "spine1"]
+                return any(p.name == port and p.oper_up is False
+                           for r in later for p in r.ports)
+            wait_until(shows_down, f"a report of spine1 with {port} down", timeout=60)
+        finally:
+            lab.set_admin("spine1", port, True)
+    spine1 = [r for r in got.all() if r.device == "spine1"]
+    assert [r.ts_ns for r in spine1] == sorted(r.ts_ns for r in spine1)
+    assert len({r.ts_ns for r in spine1}) == len(spine1)  # each restamped with its own read
