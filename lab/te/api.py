@@ -7,7 +7,7 @@ The contract is ``docs/te-controller.md``; this module only maps HTTP onto
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from fastapi import FastAPI
@@ -34,8 +34,8 @@ def make_app(te: TeController) -> FastAPI:
         return {"status": "ok"}
 
     @app.get("/v1/state")
-    async def state() -> dict[str, Any]:
-        return te.state()
+    async def state(links: Literal["all", "drained"] = "all") -> dict[str, Any]:
+        return te.state(drained_only=links == "drained")
 
     @app.get("/v1/links/{link_id}")
     async def link(link_id: str) -> Any:

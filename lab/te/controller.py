@@ -198,14 +198,16 @@ class TeController:
                              "b_to_a": float(self.load[b] * 8 / 1e9)},
         }
 
-    def state(self) -> dict[str, Any]:
+    def state(self, drained_only: bool = False) -> dict[str, Any]:
+        """``GET /v1/state``: every fabric link, or (``drained_only``) the drained ones."""
         t = self.view.live_time()
         fabric = range(self.w.n_fabric_links)
+        drained = [i for i in fabric if self.drained[i]]
         return {
             "routing": self.scenario.routing, "sim_time_s": t, "sim_time_ns": self._ns(t),
             "paths_version": self.paths_version, "computed_at_s": self.computed_at_s,
-            "drained": [self.w.link_ids[i] for i in fabric if self.drained[i]],
-            "links": [self.link_doc(i) for i in fabric],
+            "drained": [self.w.link_ids[i] for i in drained],
+            "links": [self.link_doc(i) for i in (drained if drained_only else fabric)],
             "history": list(self.history),
         }
 

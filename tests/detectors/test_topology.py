@@ -59,3 +59,21 @@ def test_it_judges_at_most_every_so_often_and_keeps_the_discovered_topology() ->
     assert watch.evaluations == 2                       # at 0 s and 20 s of event time
     assert watch.discovered().topology.to_json() == TOPO.to_json()
     assert TopologyWatch(None).observe(reports_of(TOPO)) == []    # nothing declared: no judging
+
+
+def test_reports_that_restate_the_same_tables_are_not_compared_again() -> None:
+    """Most reports say what the last one did at a new time: the comparison is reused for them,
+    and a report that says something new (a miswire after a long calm) is compared, fires on the
+    second report that shows it, and resolves when the cabling is right again."""
+    watch = TopologyWatch(TOPO, every_s=0)
+    for k in range(5):
+        assert watch.observe(reports_of(TOPO, ts=T0 + k * 30 * NS)) == []
+    assert (watch.evaluations, watch.comparisons) == (5, 1)
+    assert watch.observe(reports_of(TOPO, faces=SWAP, ts=T0 + 150 * NS)) == []   # once: wait
+    assert watch.comparisons == 2
+    (fired,) = watch.observe(reports_of(TOPO, faces=SWAP, ts=T0 + 180 * NS))
+    assert fired.entity == "leaf1~spine1,leaf2~spine2" and watch.comparisons == 2
+    assert watch.observe(reports_of(TOPO, faces=SWAP, ts=T0 + 185 * NS)) == []    # still on
+    assert [a.entity for a in watch.book.active()] == ["leaf1~spine1,leaf2~spine2"]
+    (resolved,) = watch.observe(reports_of(TOPO, ts=T0 + 240 * NS))
+    assert resolved.fingerprint == fired.fingerprint and watch.comparisons == 3

@@ -76,6 +76,10 @@ def test_drain_moves_traffic_off_the_link_and_undrain_brings_it_back(te_lab: Lab
         assert _rate(te_lab, "leaf1", "Ethernet4") > 1e9
         link = http.get("/v1/links/leaf1~spine1").json()
         assert link["oper"] == "up" and link["drained"] is True
+        only = http.get("/v1/state", params={"links": "drained"}).json()
+        assert [ln["id"] for ln in only["links"]] == ["leaf1~spine1"] == only["drained"]
+        assert only["links"][0]["drain"]["requested_by"] == BODY["requested_by"]
+        assert http.get("/v1/state", params={"links": "some"}).status_code == 422
         # the last uplink of leaf1 cannot go as well
         refused = http.post("/v1/links/leaf1~spine2/drain", json=BODY)
         assert refused.status_code == 409 and "leaf1" in refused.json()["error"]

@@ -1,5 +1,6 @@
 """A TE controller on loopback that keeps the contract of ``docs/te-controller.md`` (drain,
-undrain, GET a link, 404 for unknown links, 409 when a drain would isolate a switch, 422 for a bad
+undrain, GET a link, GET the state listing every link whatever the query asks, 404 for unknown
+links, 409 when a drain would isolate a switch, 422 for a bad
 body), for the runbook tests; it records every request, and answers the next ones from
 ``script`` (a status and its headers: a busy or rate-limiting controller) while that lasts."""
 
@@ -53,6 +54,9 @@ class TeController:
                 te.requests.append(("GET", self.path, None))
                 if self._scripted():
                     return None
+                if self.path.split("?")[0] == "/v1/state":  # every link, whatever is asked
+                    return self._reply(200, {"drained": sorted(te.drained), "links": [
+                        te.link(ln.id) for ln in te.topology.links]})
                 parts = self.path.split("/")
                 link = unquote(parts[3]) if len(parts) == 4 and parts[2] == "links" else ""
                 if link not in te.topology.link_by_id:

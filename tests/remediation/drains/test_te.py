@@ -158,3 +158,13 @@ def test_a_refusal_is_not_retried(rig: Build) -> None:
     r.tick(10)
     assert len(te.requests) == 1 and LINK not in r.drainer.active
     assert "409" in r.records("drain")[-1].detail
+
+
+def test_the_drained_links_are_asked_for_and_picked_out_of_a_full_list(rig: Build) -> None:
+    """The client asks for the drained links only; a controller that lists every link anyway
+    (this one ignores the query) is read the same."""
+    r, te, _ = rig()
+    te.drained |= {LINK, "leaf1~spine2"}
+    drained = r.te.drains()
+    assert sorted(drained) == ["leaf1~spine2", LINK]
+    assert te.calls()[-1] == ("GET", "/v1/state?links=drained")
