@@ -215,15 +215,23 @@ def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
             blocked[at.far.device].add(at.far_label)
     graph.blocked = {p for ports in blocked.values() for p in ports}
 
+    edges = graph.edges
+
     def waits_on(waiter: str, device: str, pauser: str) -> None:
         """``waiter`` is held back by switch port ``pauser`` of ``device`` (the port that sends
-        the pause)."""
-        targets = blocked.get(device, set()) - {pauser}
-        if targets:
-            for t in targets:
-                graph.add(waiter, t)
-        else:
-            graph.add(waiter, device_node(device))
+        the pause): it waits on every other blocked port of that device, else on the device.
+        (Edges are added a set at a time: this runs for every pause symptom at every step.)"""
+        targets = blocked.get(device)
+        if targets and (len(targets) > 1 or pauser not in targets):
+            out = edges[waiter]
+            out |= targets
+            if pauser in targets:
+                out.discard(pauser)
+            out.discard(waiter)  # no node waits on itself
+            if not out:
+                del edges[waiter]
+        elif waiter != device_node(device):
+            edges[waiter].add(device_node(device))
 
     for label in paused:
         at = topology.attached(label)
@@ -251,6 +259,12 @@ def _last_hop(graph: PauseGraph, congested: set[str], topology: Topology) -> Non
     Where some of those ports are oversubscribed too, the demand converging on them is what fills
     the link (an incast whose senders' paths meet one hop early, on the spine's downlink), so the
     link waits for them."""
+    if not congested:
+        return
+    oversubscribed = {port for port, alerts in graph.symptoms.items()
+                      if any(a.name == EGRESS_OVERSUBSCRIBED for a in alerts)}
+    if not oversubscribed:
+        return
     for label in congested:
         at = topology.attached(label)
         if at is None or at.far is None:
@@ -258,7 +272,5 @@ def _last_hop(graph: PauseGraph, congested: set[str], topology: Topology) -> Non
         leaf = at.far.device
         if leaf not in topology.leaves:
             continue
-        for host in topology.host_ports(leaf):
-            port = str(host.port)
-            if any(a.name == EGRESS_OVERSUBSCRIBED for a in graph.symptoms.get(port, ())):
-                graph.add(label, port)
+        for port in oversubscribed.intersection(topology.host_labels(leaf)):
+            graph.add(label, port)

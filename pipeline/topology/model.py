@@ -287,6 +287,16 @@ class Topology:
     def host_ports(self, leaf: str) -> list[Host]:
         return list(self._leaf_hosts.get(leaf, ()))
 
+    @cached_property
+    def _leaf_host_labels(self) -> dict[str, frozenset[str]]:
+        return {leaf: frozenset(str(h.port) for h in hosts)
+                for leaf, hosts in self._leaf_hosts.items()}
+
+    def host_labels(self, leaf: str) -> frozenset[str]:
+        """The ``device:port`` labels of the leaf's host ports (for hot paths that hold
+        labels)."""
+        return self._leaf_host_labels.get(leaf, frozenset())
+
     def links_between(self, dev_a: str, dev_b: str) -> list[Link]:
         """The parallel links of a switch pair, ``#1`` first."""
         return [ln for ln in self._device_links.get(dev_a, ()) if _far(ln, dev_a) == dev_b]
