@@ -73,6 +73,8 @@ class Correlator:
         #: the fabric's sample interval (ns): switches sampled at different moments order two
         #: views of one event no finer than this
         self._skew_ns = 0
+        #: the event time of the step being correlated
+        self._now_ns = 0
 
     def findings(self, symptoms: list[Alert]) -> list[Finding]:
         if self.topology is None:
@@ -102,7 +104,15 @@ class Correlator:
         that sees its imbalance are sampled at different moments. It is attached to the earliest
         such incident instead of standing as a root cause, and stays a consequence for as long as
         its symptom lasts, even after the cause has resolved (the symptom's own hysteresis
-        outlives the cause by a few samples)."""
+        outlives the cause by a few samples).
+
+        So an imbalance nothing explains yet stands as a root cause only once a cause that began
+        "while" would have been named: one interval for the cause to begin after it (a link down
+        on an SNMP fabric whose ends were polled after the leaf) and one more for the cause's
+        own evidence (a port is down once a second sample says so), two intervals from the
+        imbalance's onset in all. Naming it sooner paged for a collision that was a link's
+        consequence. With the imbalance's own two samples, a collision is named one interval
+        after its symptom fires; the symptom itself is published meanwhile."""
         def onset(f: Finding) -> int:
             return min((a.starts_ns for a in f.defining), default=0)
 
@@ -123,6 +133,8 @@ class Correlator:
                     continue
                 if marks & self._consequences:
                     continue
+                if self._now_ns < onset(f) + 2 * self._skew_ns:
+                    continue  # a cause that began "while" may not be named yet
             kept.append(f)
         self._consequences &= active
         return kept
@@ -146,7 +158,7 @@ class Correlator:
         """:meth:`correlate` given the event time and the fabric's sample interval (ns) rather
         than a frame: what a correlator fed by other processes' symptoms knows
         (:mod:`detectors.partition`)."""
-        self._skew_ns = interval_ns
+        self._skew_ns, self._now_ns = interval_ns, now
         found = self.findings(symptoms)
         owner: dict[str, Alert] = {}  # symptom fingerprint → the incident that explains it
         incidents: list[Alert] = []

@@ -291,6 +291,35 @@ def test_an_imbalance_a_leaf_saw_first_within_one_sample_is_still_the_failures_c
     assert sorted(a.name for a in roots) == ["ecmp_imbalance", "link_down"]
 
 
+def test_an_imbalance_stands_as_a_root_only_once_a_cause_seen_an_interval_later_cannot_come():
+    # an SNMP fabric at a 2 s cadence: leaf2 sees its flows move (a re-hash) before the ends of
+    # the link that went down are polled, and the link is named down a sample after that; until
+    # two intervals have passed since the imbalance began it is not named (its symptom is
+    # published), and once the link down is seen it is the link's consequence
+    def at(t: float) -> Frame:
+        table = FeatureTable()
+        table._grow(4)
+        table.dt[:, col("if_out_octets")] = 2.0
+        return Frame(table, PortIndex(SeriesIndex(), TOPO), np.empty(0, np.int64),
+                     T0 + round(t * S))
+
+    imbalance = device_sym("uplink_imbalance", "leaf2", t=12.0, imbalance=2.0)  # began at 11
+    failure = [sym("port_down", "leaf3:Ethernet3", t=14.0)]   # began at 13, named at 14
+    corr = Correlator(TOPO)
+    out = corr.correlate([imbalance], at(12.0))
+    assert [a for a in out if a.root_cause] == []
+    assert [(a.name, a.inhibited_by) for a in out] == [("uplink_imbalance", None)]
+    assert [a.name for a in corr.correlate([imbalance], at(13.9)) if a.root_cause] == []
+    for t in (14.0, 16.0, 20.0):
+        roots = [a.name for a in corr.correlate([imbalance, *failure], at(t)) if a.root_cause]
+        assert roots == ["link_down"], t
+    # with nothing to explain it, the same imbalance is named two intervals after it began
+    alone = Correlator(TOPO)
+    assert [a.name for a in alone.correlate([imbalance], at(14.9)) if a.root_cause] == []
+    assert [a.name for a in alone.correlate([imbalance], at(15.0)) if a.root_cause] == [
+        "ecmp_imbalance"]
+
+
 def test_a_collision_during_unrelated_incidents_is_still_a_collision():
     # a storm on host3 (leaf2) whose tree stops at leaf2's uplinks and a corrupting link cannot
     # move leaf1's flows: leaf1's imbalance, begun while they were on, is its own root cause

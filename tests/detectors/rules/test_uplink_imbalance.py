@@ -35,6 +35,8 @@ def test_collision_onto_one_uplink_after_a_balanced_baseline():
     run(chain, feed, 1)
     assert not active(chain)
     run(chain, feed, 1)  # two samples: a hash does not flicker
+    assert set(active(chain)) == {("uplink_imbalance", "leaf1")}
+    run(chain, feed, 1)  # named an interval later: a cause that began with it would be known
     incident = active(chain)[("ecmp_imbalance", "leaf1")]
     assert incident.root_cause and incident.ports == ("leaf1:Ethernet8",)
 
@@ -49,7 +51,7 @@ def test_a_collision_that_does_not_hurt_yet_never_becomes_the_leafs_normal():
     assert not active(chain)
     spread(feed, 0.05, 0.05, 0.05, 1.0)
     hosts_held(feed)
-    run(chain, feed, 2)
+    run(chain, feed, 3)
     assert ("ecmp_imbalance", "leaf1") in active(chain)
 
 
@@ -96,5 +98,5 @@ def test_members_cool_because_their_spines_pause_them_are_no_collision():
     assert not active(chain)
     for port in UPLINKS[:3]:
         feed.set(port, pfc_rx_frames__3=0.0, pfc_rx_pause_us__3=0.0)
-    run(chain, feed, 2)
+    run(chain, feed, 3)
     assert ("ecmp_imbalance", "leaf1") in active(chain)

@@ -52,7 +52,7 @@ def test_spine_collision_onto_one_agg_uplink_is_an_imbalance_on_the_spine():
     run(chain, feed, 15)
     spread(topo, feed, 0.05, 0.05, 0.05, 1.0)
     leaves_held(topo, feed)
-    run(chain, feed, 2)
+    run(chain, feed, 3)
     incident = active(chain)[("ecmp_imbalance", SPINE)]
     assert incident.root_cause and incident.ports == (agg_uplinks(topo)[3],)
     assert "aggregation tier" in incident.annotations["summary"]
