@@ -59,22 +59,44 @@ class BufferConfigDiff(Detector):
         self.symptoms = Symptoms(self.name)
         #: per device id: its thresholds (len(THRESHOLDS) × 8), its Kmin per queue, and when read
         self.config: dict[int, tuple[NDArray[np.float64], NDArray[np.float64], int]] = {}
+        #: per device id: its role (as :meth:`_role` names it)
+        self.roles: dict[int, str] = {}
+        #: per role: bumped whenever a member's thresholds change (a reading that says what the
+        #: last one said leaves every verdict of the role as it was)
+        self.version: dict[str, int] = {}
+        #: per device id: the role's version its verdict was last made on
+        self.judged: dict[int, int] = {}
 
     def observe(self, frame: Frame, now_ns: int) -> list[Alert]:
         tab, ports = frame.table, frame.ports
         rows = frame.touched[ports.kind[frame.touched] == PortKind.DEVICE]
-        changed = False
+        fresh: set[int] = set()
         for pid in rows.tolist():
             ts = int(tab.ts[pid, cols("pfc_xoff_bytes")].max())
             did = int(ports.device_id[pid])
-            if ts < 0 or ts <= self.config.get(did, (None, None, -1))[2]:
+            last = self.config.get(did)
+            if ts < 0 or (last is not None and ts <= last[2]):
                 continue
             values = np.vstack([self._read(frame, pid, m) for m in THRESHOLDS])
-            self.config[did] = (values, self._read(frame, pid, "ecn_kmin_bytes"), ts)
-            changed = True
-        if changed:
+            kmin = self._read(frame, pid, "ecn_kmin_bytes")
+            self.config[did] = (values, kmin, ts)
+            fresh.add(did)
+            if last is None or not (np.array_equal(last[0], values, equal_nan=True)
+                                    and np.array_equal(last[1], kmin, equal_nan=True)):
+                role = self._role(frame, did)
+                self.version[role] = self.version.get(role, 0) + 1
+        if fresh:
+            # a switch is judged against its role again only when some member's thresholds
+            # changed; a reading that repeats the last one only restamps its own verdict (judging
+            # every switch against every peer at each reading cost switches × peers per step)
             for did in self.config:
-                self._judge(frame, did)
+                version = self.version.get(self._role(frame, did), 0)
+                if self.judged.get(did) != version:
+                    self._judge(frame, did)
+                    self.judged[did] = version
+                elif did in fresh and did in self.symptoms.active:
+                    self.symptoms.update(did, self.symptoms.active[did].evidence,
+                                         self.config[did][2])
         return self.symptoms.alerts()
 
     @staticmethod
@@ -84,9 +106,13 @@ class BufferConfigDiff(Detector):
         return np.where(have, frame.table.value[pid, c], np.nan)
 
     def _role(self, frame: Frame, did: int) -> str:
+        known = self.roles.get(did)
+        if known is not None:
+            return known
         name = frame.ports.names.devices[did]
         role = self.topology.role(name) if self.topology is not None else None
-        return role or name.rstrip("0123456789")
+        self.roles[did] = role = role or name.rstrip("0123456789")
+        return role
 
     def _judge(self, frame: Frame, did: int) -> None:
         values, kmin, ts = self.config[did]

@@ -82,3 +82,40 @@ def test_xoff_below_the_ecn_threshold_pauses_before_any_mark():
     assert ("buffer_misconfig", "leaf1") in found and ("buffer_misconfig", "leaf2") in found
     assert found[("buffer_misconfig", "leaf1")].evidence["pfc_before_ecn"] == 1.0
     assert ("buffer_misconfig", "spine1") not in found
+
+
+def symptom(chain, device: str):
+    """The rule's own symptom on ``device``, or None."""
+    rule = next(d for d in chain.detectors if d.name == "buffer_config_diff")
+    return next((a for a in rule.symptoms.alerts() if a.entity == device), None)
+
+
+def test_switches_read_one_at_a_time_are_judged_against_what_their_peers_last_said():
+    # each switch reads its configuration at its own moment: a reading that repeats the last
+    # one keeps every verdict (restamped), a peer that changes moves the others' verdicts even
+    # though they did not read again
+    topo = spine_leaf(3, 3, 2)
+    feed = Feed(topo)
+    chain = chain_of(topo, "buffer_config_diff")
+    run(chain, feed, 1)
+    read_all(chain, feed, spine2=0.3)
+    first = symptom(chain, "spine2")
+    assert first is not None and symptom(chain, "spine1") is None
+    for sw in ("spine1", "spine3", "spine2"):  # the same values again, one switch per step
+        run(chain, feed, 1)
+        chain.observe([config(feed, sw, 0.3 if sw == "spine2" else 1.0)])
+    again = symptom(chain, "spine2")
+    assert again is not None and again.evidence == first.evidence
+    assert again.updated_ns > first.updated_ns  # its own repeat restamps it
+    # spine1 and spine3 lower theirs to spine2's: spine2 is no longer unlike its role
+    run(chain, feed, 1)
+    chain.observe([config(feed, "spine1", 0.3)])
+    assert symptom(chain, "spine2") is not None  # one peer of two: the median is still high
+    run(chain, feed, 1)
+    chain.observe([config(feed, "spine3", 0.3)])
+    assert symptom(chain, "spine2") is None and symptom(chain, "spine1") is None
+    # spine3 goes back up: spine2 (and spine1) are below half the median of their peers again
+    # (0.3 < 0.5 x median(0.3, 1.0)), though neither read again
+    run(chain, feed, 1)
+    chain.observe([config(feed, "spine3", 1.0)])
+    assert symptom(chain, "spine2") is not None and symptom(chain, "spine3") is None
