@@ -48,10 +48,14 @@ class AlertBook:
                 self.counts["firing"] += 1
                 out.append(alert)
                 continue
-            kept = (alert if alert.starts_ns == prev.starts_ns
-                    else alert.model_copy(update={"starts_ns": prev.starts_ns}))
-            self.firing[fp] = kept
-            changed = any(getattr(kept, f) != getattr(prev, f) for f in _VERDICT)
+            if alert is prev:  # the very alert of the last step (symptoms of devices not
+                changed = False  # judged since, restated by the same copy): nothing changed
+                kept = prev
+            else:
+                kept = (alert if alert.starts_ns == prev.starts_ns
+                        else alert.model_copy(update={"starts_ns": prev.starts_ns}))
+                self.firing[fp] = kept
+                changed = any(getattr(kept, f) != getattr(prev, f) for f in _VERDICT)
             every = self.update_every_ns if kept.root_cause else self.symptom_every_ns
             if changed or now_ns - self._published_ns[fp] >= every:
                 self._published_ns[fp] = now_ns

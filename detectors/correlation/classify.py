@@ -51,7 +51,7 @@ from pipeline.kinds import (
     UPLINK_IMBALANCE,
 )
 from pipeline.model import Alert, Severity
-from pipeline.topology.model import Port, Topology
+from pipeline.topology.model import Host, Port, Topology
 
 
 def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
@@ -64,19 +64,20 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
         if not here:
             continue
         by_name = {a.name: a for a in here}
-        tree = _ports(graph, graph.ancestors([host_node(host.name), label]) | {label}, topology)
         if PFC_WATCHDOG in by_name:
             a = by_name[PFC_WATCHDOG]
             stuck = min(1.0, a.evidence.get("pause_share", 1.0)) * \
                 (1.0 - min(1.0, a.evidence.get("drain", 0.0) / 0.01))
             out.append(Finding(PFC_STORM, host.name, (label,), [a], Severity.CRITICAL,
-                               0.5 + 0.5 * stuck, dict(a.evidence), tree,
+                               0.5 + 0.5 * stuck, dict(a.evidence),
+                               _host_tree(graph, host, topology),
                                f"{host.name} pauses {label} continuously and takes nothing"))
         elif HOST_SLOW_DRAIN in by_name:
             a = by_name[HOST_SLOW_DRAIN]
             duty = min(1.0, a.evidence.get("pause_share", 0.0) / 0.5)
             out.append(Finding(SLOW_RECEIVER, host.name, (label,), [a], Severity.WARNING,
-                               0.5 + 0.5 * duty, dict(a.evidence), tree,
+                               0.5 + 0.5 * duty, dict(a.evidence),
+                               _host_tree(graph, host, topology),
                                f"{host.name} drains below line rate and pauses {label}"))
         elif EGRESS_OVERSUBSCRIBED in by_name and _saturated(by_name[EGRESS_OVERSUBSCRIBED]):
             a = by_name[EGRESS_OVERSUBSCRIBED]
@@ -88,10 +89,18 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
                         "concentration": fan_in.concentration}
             n = len(fan_in.senders)
             out.append(Finding(INCAST, host.name, (label,), [a], Severity.WARNING,
-                               min(1.0, 0.5 + 0.05 * n), evidence, tree,
+                               min(1.0, 0.5 + 0.05 * n), evidence,
+                               _host_tree(graph, host, topology),
                                f"{host.name} receives from {n} senders held to their share of "
                                "its line rate"))
     return out
+
+
+def _host_tree(graph: PauseGraph, host: Host, topology: Topology) -> set[str]:
+    """The pause tree of a host's root: asked only of a host that is one (every host port that
+    pauses or queues would otherwise cost a walk of the graph each step)."""
+    label = str(host.port)
+    return _ports(graph, graph.ancestors([host_node(host.name), label]) | {label}, topology)
 
 
 #: an incast is at least this many senders converging on one receiver
@@ -306,7 +315,8 @@ def _held(graph: PauseGraph, topology: Topology) -> dict[str, Alert]:
 
 def _cycles(graph: PauseGraph, held: dict[str, Alert]) -> list[set[str]]:
     """Cycles of the wait-for graph among the ``held`` ports (two ports at least)."""
-    sub = {n: {t for t in graph.edges.get(n, ()) if t in held} for n in held}
+    among = set(held)
+    sub = {n: graph.successors_among(n, among) for n in held}
     return [c for c in strongly_connected(sub) if len(c) >= 2]
 
 

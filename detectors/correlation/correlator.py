@@ -160,11 +160,15 @@ class Correlator:
         (:mod:`detectors.partition`)."""
         self._skew_ns, self._now_ns = interval_ns, now
         found = self.findings(symptoms)
+        fps = [s.fingerprint for s in symptoms]
+        at = _where(symptoms) if found else {}
         owner: dict[str, Alert] = {}  # symptom fingerprint → the incident that explains it
         incidents: list[Alert] = []
         for finding in found:
-            explained = [s for s in symptoms if s.fingerprint not in owner and
-                         (set(s.ports) & finding.explains_at or s.entity in finding.explains_at)]
+            hits: set[int] = set()
+            for key in finding.explains_at:
+                hits.update(at.get(key, ()))
+            explained = [symptoms[i] for i in sorted(hits) if fps[i] not in owner]
             incident = to_alert(finding, explained, now)
             incidents.append(incident)
             for s in explained:
@@ -173,8 +177,7 @@ class Correlator:
         out.extend(self._demoted(incidents, now))
         if self.settings.publish_symptoms:
             restated: dict[str, tuple[Alert, str, Alert]] = {}
-            for s in symptoms:
-                fp = s.fingerprint
+            for s, fp in zip(symptoms, fps, strict=True):
                 cause = owner.get(fp)
                 if cause is not None:
                     out.append(self._restate(restated, fp, s, cause.fingerprint,
@@ -229,6 +232,17 @@ def _can_shift(cause: Finding, uplinks: set[str], topology: Topology | None) -> 
     if cause.kind in _CONGESTING:
         return bool(cause.explains_at & uplinks)
     return False
+
+
+def _where(symptoms: list[Alert]) -> dict[str, list[int]]:
+    """Port label or entity → the positions of the symptoms on it: an incident explains the
+    symptoms on its tree's ports and entities, found by looking each of those up instead of
+    testing every symptom of the fabric against every incident."""
+    out: dict[str, list[int]] = {}
+    for i, s in enumerate(symptoms):
+        for key in {*s.ports, s.entity}:
+            out.setdefault(key, []).append(i)
+    return out
 
 
 def _rank(kind: str) -> int:

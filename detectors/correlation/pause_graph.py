@@ -50,68 +50,147 @@ def device_node(name: str) -> str:
 
 @dataclass
 class PauseGraph:
-    edges: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    """Who waits for whom. A paused port waits on every other blocked egress of the switch that
+    pauses it; those edges are kept as that one fact, ``(switch, pausing port)``, instead of one
+    edge per blocked port: a switch with ``n`` paused ports and ``n`` blocked egresses has ``n²``
+    edges, and an aggregation switch's ``n`` grows with the zones it joins, so spelling them out
+    made each step's graph grow with the square of the fabric's width. Every walk below reads a
+    switch's blocked set at most twice per walk (once with the first pauser left out, once for
+    that pauser), so a walk is linear in the symptoms."""
+
+    #: edges named one by one (to a host, to a switch as a whole, a saturated link's last hop)
+    direct: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     #: node → the symptoms observed on it (ports only)
     symptoms: dict[str, list[Alert]] = field(default_factory=lambda: defaultdict(list))
     #: ports whose egress is held back (paused, seen from either end, or congested)
     blocked: set[str] = field(default_factory=set)
-    #: who waits for each node, built once per graph on first use (see :meth:`reverse`)
-    _waiters: dict[str, set[str]] | None = field(default=None, repr=False, compare=False)
+    #: switch → its blocked egress ports
+    blocked_at: dict[str, set[str]] = field(default_factory=dict)
+    #: waiter → the (switch, pausing port) it waits behind: it waits on every blocked egress of
+    #: that switch but the pausing port (up-down routing never sends a packet back out of the
+    #: link it came in on)
+    behind: dict[str, set[tuple[str, str]]] = field(default_factory=lambda: defaultdict(set))
+    #: switch → pausing port → the waiters behind it (``behind`` read the other way)
+    waiting_at: dict[str, dict[str, set[str]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(set)))
+    _direct_rev: dict[str, set[str]] | None = field(default=None, repr=False, compare=False)
 
     def is_blocked(self, port: str) -> bool:
         """Whether a port's egress is paused or congested (it can explain its switch pausing)."""
         return port in self.blocked
 
     def add(self, a: str, b: str) -> None:
+        """An edge named on its own: ``a`` waits for ``b``."""
         if a != b:
-            self.edges[a].add(b)
-            self._waiters = None
+            self.direct[a].add(b)
+            self._direct_rev = None
 
-    def nodes(self) -> set[str]:
-        out = set(self.edges) | set(self.symptoms)
-        for targets in self.edges.values():
-            out |= targets
+    def wait_behind(self, waiter: str, device: str, pauser: str) -> None:
+        """``waiter`` waits on every blocked egress of ``device`` but ``pauser`` (which must
+        leave at least one: else it waits on the device as a whole, :func:`build`)."""
+        self.behind[waiter].add((device, pauser))
+        self.waiting_at[device][pauser].add(waiter)
+
+    def successors(self, node: str) -> set[str]:
+        """The nodes ``node`` waits for directly."""
+        out = set(self.direct.get(node, ()))
+        for device, pauser in self.behind.get(node, ()):
+            out |= self.blocked_at[device]
+            out.discard(pauser)
+        out.discard(node)
         return out
+
+    def successors_among(self, node: str, among: set[str]) -> set[str]:
+        """:meth:`successors` that are in ``among``, at the cost of the smaller of the two."""
+        out = self.direct.get(node, set()) & among
+        for device, pauser in self.behind.get(node, ()):
+            targets = self.blocked_at[device]
+            out |= {t for t in among if t in targets} if len(among) < len(targets) \
+                else targets & among
+            out.discard(pauser)
+        out.discard(node)
+        return out
+
+    @property
+    def edges(self) -> dict[str, set[str]]:
+        """Every edge spelt out, node → the nodes it waits for: for reading a small graph (a
+        test, a dump), at the cost of the ``n²`` the class exists to avoid."""
+        return {n: out for n in set(self.direct) | set(self.behind)
+                if (out := self.successors(n))}
 
     def roots(self) -> set[str]:
         """Nodes that are waited on but wait for no one."""
-        waited = {t for targets in self.edges.values() for t in targets}
-        return {n for n in waited if not self.edges.get(n)}
+        waited = {t for targets in self.direct.values() for t in targets}
+        for device, by_pauser in self.waiting_at.items():
+            targets = self.blocked_at[device]
+            pausers = [p for p, waiters in by_pauser.items() if waiters]
+            waited |= targets if len(pausers) > 1 else targets - set(pausers)
+        return {n for n in waited if not self.direct.get(n) and not self.behind.get(n)}
 
-    def reverse(self) -> dict[str, set[str]]:
-        """Node → the nodes that wait for it. Built once and kept until an edge is added: the
-        classifier asks for the ancestors of every root, and rebuilding it per question made
-        correlation quadratic in a storm's size (half the platform's CPU at 10 k ports). Read
-        it, never change it."""
-        if self._waiters is None:
+    def _waiters_direct(self) -> dict[str, set[str]]:
+        if self._direct_rev is None:
             rev: dict[str, set[str]] = defaultdict(set)
-            for a, targets in self.edges.items():
+            for a, targets in self.direct.items():
                 for b in targets:
                     rev[b].add(a)
-            self._waiters = rev
-        return self._waiters
+            self._direct_rev = rev
+        return self._direct_rev
 
     def descendants(self, node: str) -> set[str]:
         """Every node ``node`` waits for, directly or through others."""
         seen = {node}
         stack = [node]
+        opened: dict[str, str | None] = {}  # switch → the pauser left out, None: all taken
+
+        def push(n: str) -> None:
+            if n not in seen:
+                seen.add(n)
+                stack.append(n)
+
         while stack:
-            for down in self.edges.get(stack.pop(), ()):
-                if down not in seen:
-                    seen.add(down)
-                    stack.append(down)
+            here = stack.pop()
+            for down in self.direct.get(here, ()):
+                push(down)
+            for device, pauser in self.behind.get(here, ()):
+                targets = self.blocked_at[device]
+                if device not in opened:
+                    for t in targets:
+                        if t != pauser:
+                            push(t)
+                    opened[device] = pauser if pauser in targets else None
+                elif (left := opened[device]) is not None and left != pauser:
+                    push(left)
+                    opened[device] = None
         return seen
 
     def ancestors(self, nodes: Iterable[str]) -> set[str]:
         """Every node whose wait leads to any of ``nodes`` (themselves included)."""
-        rev = self.reverse()
+        rev = self._waiters_direct()
         seen = set(nodes)
         stack = list(seen)
+        opened: dict[str, str | None] = {}  # switch → the pauser whose waiters are left out
+
+        def push_all(ns: Iterable[str]) -> None:
+            for n in ns:
+                if n not in seen:
+                    seen.add(n)
+                    stack.append(n)
+
         while stack:
-            for up in rev.get(stack.pop(), ()):
-                if up not in seen:
-                    seen.add(up)
-                    stack.append(up)
+            here = stack.pop()
+            push_all(rev.get(here, ()))
+            device = here.partition(":")[0]
+            by_pauser = self.waiting_at.get(device)
+            if by_pauser is None or here not in self.blocked_at[device]:
+                continue
+            if device not in opened:
+                for pauser, waiters in by_pauser.items():
+                    if pauser != here:
+                        push_all(waiters)
+                opened[device] = here if here in by_pauser else None
+            elif (left := opened[device]) is not None and left != here:
+                push_all(by_pauser[left])
+                opened[device] = None
         return seen
 
     def pausers(self, ports: Iterable[str], topology: Topology) -> set[str]:
@@ -215,23 +294,16 @@ def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
             blocked[at.far.device].add(at.far_label)
     graph.blocked = {p for ports in blocked.values() for p in ports}
 
-    edges = graph.edges
+    graph.blocked_at = dict(blocked)
 
     def waits_on(waiter: str, device: str, pauser: str) -> None:
         """``waiter`` is held back by switch port ``pauser`` of ``device`` (the port that sends
-        the pause): it waits on every other blocked port of that device, else on the device.
-        (Edges are added a set at a time: this runs for every pause symptom at every step.)"""
+        the pause): it waits on every other blocked port of that device, else on the device."""
         targets = blocked.get(device)
         if targets and (len(targets) > 1 or pauser not in targets):
-            out = edges[waiter]
-            out |= targets
-            if pauser in targets:
-                out.discard(pauser)
-            out.discard(waiter)  # no node waits on itself
-            if not out:
-                del edges[waiter]
-        elif waiter != device_node(device):
-            edges[waiter].add(device_node(device))
+            graph.wait_behind(waiter, device, pauser)
+        else:
+            graph.add(waiter, device_node(device))
 
     for label in paused:
         at = topology.attached(label)
