@@ -62,9 +62,7 @@ class PauseGraph:
     direct: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     #: node → the symptoms observed on it (ports only)
     symptoms: dict[str, list[Alert]] = field(default_factory=lambda: defaultdict(list))
-    #: ports whose egress is held back (paused, seen from either end, or congested)
-    blocked: set[str] = field(default_factory=set)
-    #: switch → its blocked egress ports
+    #: switch → its egress ports that are held back (paused, seen from either end, or congested)
     blocked_at: dict[str, set[str]] = field(default_factory=dict)
     #: waiter → the (switch, pausing port) it waits behind: it waits on every blocked egress of
     #: that switch but the pausing port (up-down routing never sends a packet back out of the
@@ -77,7 +75,7 @@ class PauseGraph:
 
     def is_blocked(self, port: str) -> bool:
         """Whether a port's egress is paused or congested (it can explain its switch pausing)."""
-        return port in self.blocked
+        return port in self.blocked_at.get(port.partition(":")[0], ())
 
     def add(self, a: str, b: str) -> None:
         """An edge named on its own: ``a`` waits for ``b``."""
@@ -292,8 +290,6 @@ def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
         at = topology.attached(label)
         if at is not None and at.far is not None:
             blocked[at.far.device].add(at.far_label)
-    graph.blocked = {p for ports in blocked.values() for p in ports}
-
     graph.blocked_at = dict(blocked)
 
     def waits_on(waiter: str, device: str, pauser: str) -> None:
