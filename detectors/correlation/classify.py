@@ -125,7 +125,8 @@ class FanIn:
 
 
 def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn]:
-    """Per saturated host port P: the held senders whose traffic converges on it.
+    """Per saturated host port P (but a habitual one, :func:`_habitual`): the held senders whose
+    traffic converges on it.
 
     When P is oversubscribed, PFC holds the excess back hop by hop to the sending NICs (hosts
     paused by their leaf, ``pfc_pausing``, whose pause path leads to P). A held NIC is backlogged:
@@ -148,7 +149,7 @@ def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn
     are held because their ingress buffers hold a little of P's queue (head-of-line blocking
     under load that fills P from elsewhere), not because they flood P, and do not converge."""
     roots = {str(h.port): h for h in topology.hosts_at(graph.symptoms)
-             if any(_saturated(a) for a in graph.symptoms[str(h.port)])}
+             if any(_saturated(a) and not _habitual(a) for a in graph.symptoms[str(h.port)])}
     out: dict[str, FanIn] = {}
     if not roots:
         return out
@@ -279,6 +280,12 @@ def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
                            {"ports": float(len(ports)), "links": float(len(links))}, tree,
                            "a cyclic buffer dependency through " + ", ".join(links)))
     return out
+
+
+def _habitual(alert: Alert) -> bool:
+    """A saturation the port had when monitoring started and has kept since: the workload's
+    steady state, no event (:mod:`detectors.rules.egress_oversubscribed`)."""
+    return alert.evidence.get("habitual", 0.0) >= 1.0
 
 
 def _saturated(alert: Alert) -> bool:

@@ -10,6 +10,15 @@ near its line rate by design, an incast multiplies it by the number of senders. 
 carries what the port could have received from its own leaf's hosts (``local_in``, a share of its
 line rate: the leaf's host-to-host traffic, :func:`~detectors.signals.switch_local_bps`), so the
 correlator can tell a neighbour held back *by* the port from one that only sends *past* it.
+
+An incast is an event: demand on a receiver that was not there before. A port already saturated
+in its first ``warmup`` judged samples carries the workload's steady state as far as anyone
+watching can tell (a receiver that a fixed traffic matrix gives more than its line rate, as
+random many-to-many traffic gives some), the same way a leaf's ECMP group uneven from the start
+is its hash's normal (:mod:`detectors.rules.uplink_imbalance`). Its evidence says so
+(``habitual`` 1) until the port has been free of the condition for ``warmup`` samples in a row;
+a saturation that begins after that is judged as new. The correlator names no incast on a
+habitual port: its symptom stays visible, as any busy port's does.
 """
 
 from __future__ import annotations
@@ -24,12 +33,15 @@ from detectors.rule import PortRule, Verdict
 from detectors.rules.queue_buildup import QueueBuildupOptions, congested
 from detectors.signals import At, line_bps, pause_share, switch_local_bps
 from pipeline.kinds import EGRESS_OVERSUBSCRIBED
+from pipeline.topology.model import Topology
 
 
 class EgressOversubscribedOptions(QueueBuildupOptions):
     min_util: float = Field(0.95, gt=0, le=1)
     max_receiver_pause: float = Field(0.05, ge=0, le=1,
                                       description="a receiver pausing more is slow, not flooded")
+    warmup: int = Field(10, ge=1, description="samples a port is watched before a saturation "
+                                              "counts as new (an incast), not its normal")
 
 
 class EgressOversubscribed(PortRule[EgressOversubscribedOptions]):
@@ -38,8 +50,33 @@ class EgressOversubscribed(PortRule[EgressOversubscribedOptions]):
     driver = "if_out_octets"
     symptom = EGRESS_OVERSUBSCRIBED
 
+    def __init__(self, instance: str, options: EgressOversubscribedOptions, *,
+                 topology: Topology | None) -> None:
+        super().__init__(instance, options, topology=topology)
+        #: per port: samples judged, samples in a row without the condition, and whether its
+        #: saturation was there when monitoring started (not cool for ``warmup`` samples since)
+        self._seen = np.zeros(0, np.int64)
+        self._cool = np.zeros(0, np.int64)
+        self._habitual = np.zeros(0, bool)
+
     def candidates(self, frame: Frame) -> NDArray[np.int64]:
         return frame.touched_of(PortKind.HOST)
+
+    def _habit(self, pids: NDArray[np.int64], bad: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """Whether each port's saturation is the one it had when monitoring started."""
+        need = int(pids.max()) + 1 if pids.size else 0
+        if self._seen.shape[0] < need:
+            grow = need - self._seen.shape[0]
+            self._seen = np.concatenate([self._seen, np.zeros(grow, np.int64)])
+            self._cool = np.concatenate([self._cool, np.zeros(grow, np.int64)])
+            self._habitual = np.concatenate([self._habitual, np.zeros(grow, bool)])
+        warmup = self.opts.warmup
+        starting = self._seen[pids] < warmup
+        self._seen[pids] += 1
+        self._cool[pids] = np.where(bad, 0, self._cool[pids] + 1)
+        habitual = (self._habitual[pids] | (bad & starting)) & (self._cool[pids] < warmup)
+        self._habitual[pids] = habitual
+        return habitual
 
     def evaluate(self, frame: Frame, at: At) -> Verdict:
         bad, good, ev = congested(frame, at, self.opts)
@@ -49,6 +86,7 @@ class EgressOversubscribed(PortRule[EgressOversubscribedOptions]):
         good |= host_pause >= 2 * self.opts.max_receiver_pause
         ev["receiver_pause"] = host_pause
         ev["local_in"] = switch_local_bps(frame, at) / line_bps(frame, at)
+        ev["habitual"] = self._habit(at.pids, bad).astype(np.float64)
         known = ev.pop("known").astype(bool)
         return Verdict(bad[:, None], good[:, None], {k: v[:, None] for k, v in ev.items()},
                        known=known[:, None])

@@ -134,6 +134,19 @@ def test_an_incast_is_senders_converging_on_one_receiver_not_load_spread_over_ma
     assert [(a.name, a.evidence["senders"]) for a in roots] == [("incast", 4.0)]
 
 
+def test_a_receiver_saturated_since_monitoring_began_is_no_incast() -> None:
+    # the same two converging senders, on a port whose saturation was there when monitoring
+    # started (the workload's steady state): no event, no incast, its symptoms stay visible
+    fan_in = _fan_in(("leaf1:Ethernet1", 0.48), ("leaf2:Ethernet3", 0.5))
+    habitual = [sym(a.name, a.entity, **{**a.evidence, "habitual": 1.0})
+                if a.name == "egress_oversubscribed" else a for a in fan_in]
+    roots, symptoms = correlate(WIDE, habitual)
+    assert roots == []
+    assert any(s.name == "egress_oversubscribed" and not s.inhibited_by for s in symptoms)
+    # and the same port once its saturation began while watched
+    assert [(a.name, a.entity) for a in correlate(WIDE, fan_in)[0]] == [("incast", "host9")]
+
+
 def test_senders_held_behind_an_incast_make_no_second_incast_of_a_busy_port_beside_it() -> None:
     # host9's two senders are held through spine1, which also feeds host10 (leaf3:Ethernet2),
     # at line rate under other load: their pause trees reach both saturated ports. They are

@@ -56,3 +56,40 @@ def test_the_symptom_says_how_much_the_leaf_carries_host_to_host(topo: Topology,
         feed.set(up, if_out_octets=0.8 * LINE / 8)
     run(chain, feed, 2)
     assert active(chain)[("egress_oversubscribed", HOST_PORT)].evidence["local_in"] == 0.0
+
+
+def _saturate(feed: Feed, on: bool) -> None:
+    feed.load(HOST_PORT, 1.0 if on else 0.3)
+    feed.set(HOST_PORT, queue_ecn_marked_pkts__3=MARKED if on else 0.0)
+
+
+def test_a_port_saturated_since_monitoring_began_is_habitual_until_it_cools_for_a_while(
+        topo: Topology, feed: Feed) -> None:
+    chain = chain_of(topo, "egress_oversubscribed")
+    warmup = 10  # the option's default
+    _saturate(feed, True)
+    run(chain, feed, 3)
+    assert active(chain)[("egress_oversubscribed", HOST_PORT)].evidence["habitual"] == 1.0
+    # a dip shorter than the warm-up is still the same habit when it comes back
+    _saturate(feed, False)
+    run(chain, feed, warmup - 2)
+    _saturate(feed, True)
+    run(chain, feed, 3)
+    assert active(chain)[("egress_oversubscribed", HOST_PORT)].evidence["habitual"] == 1.0
+    # free of it for the warm-up in a row: a saturation after that is new (an incast candidate)
+    _saturate(feed, False)
+    run(chain, feed, warmup + 1)
+    assert ("egress_oversubscribed", HOST_PORT) not in active(chain)
+    _saturate(feed, True)
+    run(chain, feed, 3)
+    assert active(chain)[("egress_oversubscribed", HOST_PORT)].evidence["habitual"] == 0.0
+
+
+def test_a_port_watched_cool_before_it_saturates_is_not_habitual(topo: Topology,
+                                                                  feed: Feed) -> None:
+    chain = chain_of(topo, "egress_oversubscribed")
+    _saturate(feed, False)
+    run(chain, feed, 12)
+    _saturate(feed, True)
+    run(chain, feed, 3)
+    assert active(chain)[("egress_oversubscribed", HOST_PORT)].evidence["habitual"] == 0.0
