@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from math import isfinite
 from typing import ClassVar, TypeVar
 
 import numpy as np
@@ -149,10 +150,11 @@ class Symptoms:
         alert = self.active.get(key)
         if alert is None:
             return
-        change: dict[str, object] = {"evidence": _finite(evidence), "updated_ns": int(ts_ns)}
-        if severity is not None:
-            change["severity"] = severity
-        self.active[key] = alert.model_copy(update=change)
+        if severity is None:
+            self.active[key] = alert.replace(evidence=_finite(evidence), updated_ns=int(ts_ns))
+        else:
+            self.active[key] = alert.replace(evidence=_finite(evidence), updated_ns=int(ts_ns),
+                                             severity=severity)
 
     def clear(self, key: int) -> None:
         self.active.pop(key, None)
@@ -162,4 +164,10 @@ class Symptoms:
 
 
 def _finite(evidence: Mapping[str, float]) -> dict[str, float]:
-    return {k: round(float(v), 6) for k, v in evidence.items() if np.isfinite(v)}
+    """The finite values, rounded to 6 decimals."""
+    out = {}
+    for k, v in evidence.items():
+        f = float(v)
+        if isfinite(f):
+            out[k] = round(f, 6)
+    return out

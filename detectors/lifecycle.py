@@ -17,10 +17,12 @@ Times are the samples' event times, never a wall clock.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import attrgetter
 
 from pipeline.model import Alert
 
-_VERDICT = ("severity", "root_cause", "inhibited_by", "ports", "name", "entity")
+#: what an alert says, beyond its evidence: a change of any of it is published at once
+_VERDICT = attrgetter("severity", "root_cause", "inhibited_by", "ports", "name", "entity")
 
 
 class AlertBook:
@@ -53,9 +55,9 @@ class AlertBook:
                 kept = prev
             else:
                 kept = (alert if alert.starts_ns == prev.starts_ns
-                        else alert.model_copy(update={"starts_ns": prev.starts_ns}))
+                        else alert.replace(starts_ns=prev.starts_ns))
                 self.firing[fp] = kept
-                changed = any(getattr(kept, f) != getattr(prev, f) for f in _VERDICT)
+                changed = _VERDICT(kept) != _VERDICT(prev)
             every = self.update_every_ns if kept.root_cause else self.symptom_every_ns
             if changed or now_ns - self._published_ns[fp] >= every:
                 self._published_ns[fp] = now_ns
@@ -66,7 +68,7 @@ class AlertBook:
             self._published_ns.pop(fp, None)
             end = max(now_ns, prev.updated_ns)
             self.counts["resolved"] += 1
-            out.append(prev.model_copy(update={"ends_ns": end, "updated_ns": end}))
+            out.append(prev.replace(ends_ns=end, updated_ns=end))
         return out
 
     def resume(self, firing: Iterable[Alert]) -> None:

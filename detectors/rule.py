@@ -122,21 +122,22 @@ class PortRule(Detector, Generic[Opts]):
         if not firing.any():
             return
         fired_set = set(fired.tolist())
-        ev = {name: np.asarray(arr, np.float64).reshape(-1, k).ravel()
+        on = np.flatnonzero(firing)  # the firing keys' values, as Python numbers
+        ev = {name: np.asarray(arr, np.float64).reshape(-1, k).ravel()[on].tolist()
               for name, arr in v.evidence.items()}
-        for i in np.flatnonzero(firing).tolist():
-            key = int(keys[i])
-            evidence = {name: float(arr[i]) for name, arr in ev.items()}
+        judged = (bad | good)[on].tolist()
+        for j, (key, t) in enumerate(zip(keys[on].tolist(), ts[on].tolist(), strict=True)):
+            evidence = {name: col[j] for name, col in ev.items()}
             if key in fired_set or key not in self.symptoms.active:
                 pid, slot = divmod(key, QUAL_SLOTS)
                 label = ports.label(pid)
                 self.symptoms.fire(
                     key, name=self.symptom, entity=label, ports=(label,),
                     labels=self.labels(ports, pid, slot), evidence=evidence,
-                    onset_ns=int(self.persistence.onset_ns[key]), ts_ns=int(ts[i]),
+                    onset_ns=int(self.persistence.onset_ns[key]), ts_ns=t,
                     severity=v.severity, annotations=self.annotations(evidence))
-            elif bad[i] or good[i]:
-                self.symptoms.update(key, evidence, int(ts[i]))
+            elif judged[j]:
+                self.symptoms.update(key, evidence, t)
 
 
 @dataclass

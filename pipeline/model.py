@@ -13,11 +13,11 @@ How each travels on the bus is :mod:`pipeline.wire`'s (one module per topic).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import numpy as np
 from numpy.typing import NDArray
@@ -224,6 +224,13 @@ def _cached_fingerprint(name: str, entity: str, labels: tuple[tuple[str, str], .
     return fingerprint({**dict(labels), "alertname": name, "entity": entity})
 
 
+#: the fields an alert's identity (and so its fingerprint) is made of
+_IDENTITY = frozenset({"name", "entity", "labels"})
+#: the ``__dict__`` key under which an alert keeps its fingerprint once computed (not a field:
+#: never serialised, compared or hashed); a copy given another identity drops it
+_FINGERPRINT = "_fingerprint"
+
+
 class Alert(BaseModel):
     """A symptom on a port or link, or a root-cause incident on an entity.
 
@@ -255,9 +262,45 @@ class Alert(BaseModel):
 
     @property
     def fingerprint(self) -> str:
-        labels = self.labels
-        return _cached_fingerprint(self.name, self.entity,
-                                   tuple(sorted(labels.items())) if labels else ())
+        """Computed once per alert (alerts are frozen, and their labels are never changed in
+        place) and kept by its copies that keep its identity."""
+        d = self.__dict__
+        fp: str | None = d.get(_FINGERPRINT)
+        if fp is None:
+            labels = d["labels"]
+            fp = d[_FINGERPRINT] = _cached_fingerprint(
+                d["name"], d["entity"], tuple(sorted(labels.items())) if labels else ())
+        return fp
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """Pydantic's copy; one given another identity computes its own fingerprint."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update and not _IDENTITY.isdisjoint(update):
+            copied.__dict__.pop(_FINGERPRINT, None)
+        return copied
+
+    def replace(self, **changes: Any) -> Self:
+        """``model_copy(update=changes)`` without pydantic's generic copy machinery: the same
+        shallow copy (fields set included; values not validated: they must already be of the
+        fields' types), at a fraction of the cost, for the thousands of symptoms a step
+        re-states."""
+        cls = type(self)
+        new = cls.__new__(cls)
+        d = self.__dict__.copy()
+        d.update(changes)
+        if not _IDENTITY.isdisjoint(changes):
+            d.pop(_FINGERPRINT, None)
+        fields_set = self.__pydantic_fields_set__
+        if not fields_set.issuperset(changes):
+            fields_set = fields_set | changes.keys()
+        # else shared: a frozen model's fields set is never changed (a copy copies it first)
+        private = self.__pydantic_private__
+        _set = object.__setattr__
+        _set(new, "__dict__", d)
+        _set(new, "__pydantic_fields_set__", fields_set)
+        _set(new, "__pydantic_extra__", None)  # extra="forbid"
+        _set(new, "__pydantic_private__", None if private is None else dict(private))
+        return new
 
     @property
     def firing(self) -> bool:

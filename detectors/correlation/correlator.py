@@ -22,8 +22,6 @@ a symptom of the flap (the flap explains it), instead of standing as a second ro
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from detectors.correlation.classify import deadlock_findings, device_findings, host_findings
@@ -67,6 +65,7 @@ class Correlator:
         self._previous: dict[str, Alert] = {}
         #: symptom fingerprint → (the symptom, how it was restated, the restated copy): a
         #: symptom that comes back unchanged is restated by the copy made for it last step
+        #: (:meth:`_restated_symptoms`)
         self._restated: dict[str, tuple[Alert, str, Alert]] = {}
         #: uplink-imbalance symptoms already attributed to another incident
         self._consequences: set[str] = set()
@@ -176,32 +175,39 @@ class Correlator:
         out = list(incidents)
         out.extend(self._demoted(incidents, now))
         if self.settings.publish_symptoms:
-            restated: dict[str, tuple[Alert, str, Alert]] = {}
-            for s, fp in zip(symptoms, fps, strict=True):
-                cause = owner.get(fp)
-                if cause is not None:
-                    out.append(self._restate(restated, fp, s, cause.fingerprint,
-                                             {"inhibited_by": cause.fingerprint}))
-                elif s.name in _BENIGN_ALONE:
-                    out.append(self._restate(restated, fp, s, "", {"severity": Severity.INFO}))
-                else:
-                    out.append(s)
-            self._restated = restated
+            out.extend(self._restated_symptoms(symptoms, fps, owner))
         self._previous = {a.fingerprint: a for a in incidents}
         return out
 
-    def _restate(self, restated: dict[str, tuple[Alert, str, Alert]], fp: str, s: Alert,
-                 how: str, update: dict[str, Any]) -> Alert:
-        """``s`` with ``update``: the copy of the last step when ``s`` is the same object
-        restated the same way (alerts are frozen), else a new one. A storm's thousands of
-        inhibited symptoms otherwise cost a model copy each, every step."""
-        hit = self._restated.get(fp)
-        if hit is not None and hit[0] is s and hit[1] == how:
-            copy = hit[2]
-        else:
-            copy = s.model_copy(update=update)
-        restated[fp] = (s, how, copy)
-        return copy
+    def _restated_symptoms(self, symptoms: list[Alert], fps: list[str],
+                           owner: dict[str, Alert]) -> list[Alert]:
+        """Each symptom as published: inhibited by the incident that explains it (``owner``, by
+        fingerprint), at ``info`` when it is benign and nothing explains it, else as it is. A
+        symptom that comes back as the very same object (alerts are frozen), restated the same
+        way, is published as the copy made for it last step: a storm's thousands of inhibited
+        symptoms otherwise cost a copy each, every step."""
+        last = self._restated
+        #: symptom fingerprint → (the symptom, the incident inhibiting it or "" when benign,
+        #: the restated copy)
+        restated: dict[str, tuple[Alert, str, Alert]] = {}
+        out: list[Alert] = []
+        for s, fp in zip(symptoms, fps, strict=True):
+            cause = owner.get(fp)
+            if cause is not None:
+                how = cause.fingerprint
+            elif s.name in _BENIGN_ALONE:
+                how = ""
+            else:
+                out.append(s)
+                continue
+            hit = last.get(fp)
+            if hit is None or hit[0] is not s or hit[1] != how:
+                hit = (s, how, s.replace(inhibited_by=how) if how
+                       else s.replace(severity=Severity.INFO))
+            restated[fp] = hit
+            out.append(hit[2])
+        self._restated = restated
+        return out
 
     def _demoted(self, incidents: list[Alert], now: int) -> list[Alert]:
         """A link_down of the last step whose link now flaps becomes a symptom of the flap."""
