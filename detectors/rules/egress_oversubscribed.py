@@ -16,8 +16,8 @@ in its first ``warmup`` judged samples carries the workload's steady state as fa
 watching can tell (a receiver that a fixed traffic matrix gives more than its line rate, as
 random many-to-many traffic gives some), the same way a leaf's ECMP group uneven from the start
 is its hash's normal (:mod:`detectors.rules.uplink_imbalance`). Its evidence says so
-(``habitual`` 1) until the port has been free of the condition for ``warmup`` samples in a row;
-a saturation that begins after that is judged as new. The correlator names no incast on a
+(``habitual`` 1) until the port has been judged free of it (good) for ``warmup`` samples in a
+row; a saturation that begins after that is judged as new. The correlator names no incast on a
 habitual port: its symptom stays visible, as any busy port's does.
 """
 
@@ -62,8 +62,11 @@ class EgressOversubscribed(PortRule[EgressOversubscribedOptions]):
     def candidates(self, frame: Frame) -> NDArray[np.int64]:
         return frame.touched_of(PortKind.HOST)
 
-    def _habit(self, pids: NDArray[np.int64], bad: NDArray[np.bool_]) -> NDArray[np.bool_]:
-        """Whether each port's saturation is the one it had when monitoring started."""
+    def _habit(self, pids: NDArray[np.int64], bad: NDArray[np.bool_],
+               good: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """Whether each port's saturation is the one it had when monitoring started: it was bad
+        in the port's first ``warmup`` samples and has not been good for ``warmup`` samples in a
+        row since (a sample that is neither, in the rule's hysteresis, changes nothing)."""
         need = int(pids.max()) + 1 if pids.size else 0
         if self._seen.shape[0] < need:
             grow = need - self._seen.shape[0]
@@ -73,7 +76,8 @@ class EgressOversubscribed(PortRule[EgressOversubscribedOptions]):
         warmup = self.opts.warmup
         starting = self._seen[pids] < warmup
         self._seen[pids] += 1
-        self._cool[pids] = np.where(bad, 0, self._cool[pids] + 1)
+        self._cool[pids] = np.where(bad, 0, np.where(good, self._cool[pids] + 1,
+                                                     self._cool[pids]))
         habitual = (self._habitual[pids] | (bad & starting)) & (self._cool[pids] < warmup)
         self._habitual[pids] = habitual
         return habitual
@@ -86,7 +90,7 @@ class EgressOversubscribed(PortRule[EgressOversubscribedOptions]):
         good |= host_pause >= 2 * self.opts.max_receiver_pause
         ev["receiver_pause"] = host_pause
         ev["local_in"] = switch_local_bps(frame, at) / line_bps(frame, at)
-        ev["habitual"] = self._habit(at.pids, bad).astype(np.float64)
+        ev["habitual"] = self._habit(at.pids, bad, good).astype(np.float64)
         known = ev.pop("known").astype(bool)
         return Verdict(bad[:, None], good[:, None], {k: v[:, None] for k, v in ev.items()},
                        known=known[:, None])

@@ -76,6 +76,14 @@ def test_a_port_saturated_since_monitoring_began_is_habitual_until_it_cools_for_
     _saturate(feed, True)
     run(chain, feed, 3)
     assert active(chain)[("egress_oversubscribed", HOST_PORT)].evidence["habitual"] == 1.0
+    # in the rule's hysteresis (busy and marking, short of line rate) for longer than the
+    # warm-up: neither free of it nor new when it saturates again
+    feed.load(HOST_PORT, 0.9)
+    feed.set(HOST_PORT, queue_ecn_marked_pkts__3=MARKED)
+    run(chain, feed, warmup + 2)
+    _saturate(feed, True)
+    run(chain, feed, 2)
+    assert active(chain)[("egress_oversubscribed", HOST_PORT)].evidence["habitual"] == 1.0
     # free of it for the warm-up in a row: a saturation after that is new (an incast candidate)
     _saturate(feed, False)
     run(chain, feed, warmup + 1)
