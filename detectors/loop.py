@@ -32,6 +32,7 @@ from detectors.gather import Gathered
 from detectors.metrics import watch
 from detectors.settings import DetectionSettings
 from detectors.topology import TopologyWatch
+from pipeline import heap
 from pipeline.bus.base import Consumer, Message, Producer, Topics
 from pipeline.errors import DecodeError
 from pipeline.maintenance import MaintenanceBook
@@ -220,6 +221,7 @@ def run(ctx: StageContext[WithDetection], stop: threading.Event) -> None:
 
 def serve(ctx: StageContext[WithDetection], engine: Engine, stop: threading.Event) -> None:
     """Step a detect engine until ``stop``, its health and metrics published."""
+    heap.settle()  # the engine's chain, topology and consumers live as long as the process
     ctx.health["detect"] = engine.health
     step_seconds = watch(ctx.metrics, engine.health)
     try:

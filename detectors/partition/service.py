@@ -32,6 +32,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from detectors.loop import Engine, WithDetection, serve
 from detectors.partition.correlate import PartitionedCorrelator
 from detectors.partition.worker import SymptomChain
+from pipeline import heap
 from pipeline.bus.base import Consumer, Message, Producer, Topics
 from pipeline.cluster.lease import Lease, identity
 from pipeline.errors import DecodeError
@@ -254,6 +255,7 @@ def run_correlate(ctx: StageContext[WithDetection], stop: threading.Event) -> No
         ctx.health["lease"] = lease.health
     else:
         work.start()
+    heap.settle()  # what the correlation keeps lives as long as the process
     try:
         while not stop.is_set():
             work.turn(stop)
