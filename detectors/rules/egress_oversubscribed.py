@@ -53,8 +53,8 @@ class EgressOversubscribed(PortRule[EgressOversubscribedOptions]):
     def __init__(self, instance: str, options: EgressOversubscribedOptions, *,
                  topology: Topology | None) -> None:
         super().__init__(instance, options, topology=topology)
-        #: per port: samples judged, samples in a row without the condition, and whether its
-        #: saturation was there when monitoring started (not cool for ``warmup`` samples since)
+        #: per port: samples judged, samples judged good in a row, and whether its saturation
+        #: was there when monitoring started (not good for ``warmup`` samples in a row since)
         self._seen = np.zeros(0, np.int64)
         self._cool = np.zeros(0, np.int64)
         self._habitual = np.zeros(0, bool)
