@@ -27,6 +27,7 @@ from typing import Any
 
 import click
 
+from pipeline import heap
 from pipeline.errors import RocewatchError
 
 #: verb → ("module:attribute" of its click command, imported only when used; one-line help)
@@ -127,6 +128,7 @@ def plugins() -> None:
 
 
 def main() -> None:
+    heap.enable()  # a rocewatch process runs long: the cycle collector's policy for it
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

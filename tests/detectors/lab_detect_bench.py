@@ -74,4 +74,5 @@ def measure(zones: int, intervals: int) -> str:
 
 
 if __name__ == "__main__":
+    heap.enable()  # this process runs as a rocewatch process does
     print(measure(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 10))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -12,14 +14,26 @@ from pipeline import heap
 
 @pytest.fixture
 def restored() -> Iterator[None]:
-    """The suite's own collector state back after the test."""
+    """The suite's own collector state (and the process's opt-out) back after the test."""
     threshold = gc.get_threshold()
+    enabled = heap._Policy.enabled
     yield
+    heap._Policy.enabled = enabled
     gc.unfreeze()
     gc.set_threshold(*threshold)
 
 
+def test_a_process_that_did_not_opt_in_keeps_cpythons_policy(restored: None) -> None:
+    heap._Policy.enabled = False
+    gc.set_threshold(700, 10, 10)
+    frozen = gc.get_freeze_count()
+    heap.settle()
+    assert gc.get_freeze_count() == frozen
+    assert gc.get_threshold() == (700, 10, 10)
+
+
 def test_settle_freezes_what_lives_and_makes_young_collections_rarer(restored: None) -> None:
+    heap.enable()
     gc.set_threshold(700, 10, 10)
     kept = [[i] for i in range(1000)]  # built once, kept for the process's life
     heap.settle()
@@ -35,6 +49,7 @@ def test_settle_freezes_what_lives_and_makes_young_collections_rarer(restored: N
 
 
 def test_cycles_made_after_settle_are_still_collected(restored: None) -> None:
+    heap.enable()
     heap.settle()
 
     class Node:
@@ -44,3 +59,21 @@ def test_cycles_made_after_settle_are_still_collected(restored: None) -> None:
     a.other, b.other = b, a
     del a, b
     assert gc.collect() >= 2
+
+
+def test_at_exit_the_frozen_objects_are_finalised_in_the_usual_order() -> None:
+    # a cycle alive when the process settles, with a finaliser (as a native library's handle
+    # has): without the exit hook it stays frozen and is never finalised
+    script = (
+        "import gc, sys\n"
+        "from pipeline import heap\n"
+        "class Handle:\n"
+        "    def __del__(self):\n"
+        "        sys.stdout.write('finalised\\n')\n"
+        "h = Handle(); h.me = h\n"
+        "heap.enable(); heap.settle()\n"
+        "del h\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=True)
+    assert out.stdout == "finalised\n"
