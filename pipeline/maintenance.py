@@ -19,7 +19,9 @@ A record says, for one target, its ``state`` now:
 **The rule.** Maintenance explains an alert when the alert is *on* the target (its entity is the
 target or one of the target's ports, or every port it names is one of the target's ports) and it
 began *during* the maintenance: at or after ``held_since_ns`` while held (the consequences, such as
-the drained link's ``link_down``, its ports' ``port_down``, the lost traffic's ``anomaly``). An
+the drained link's ``link_down``, its ports' ``port_down``, the lost traffic's ``anomaly``); a
+drained link's flows are rehashed over its siblings, so an ECMP imbalance of either end's switch
+that began during the drain is its consequence too, as it is a link down's. An
 alert that began before is the reason for the maintenance, not its consequence: it stays what it
 was (a corruption that made us drain a link is still a root cause, and resolves on its own). An
 explained alert is restated, not dropped (:func:`restate`): ``root_cause`` false, severity
@@ -39,6 +41,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from pipeline.errors import DecodeError
+from pipeline.kinds import ECMP_IMBALANCE, UPLINK_IMBALANCE
 from pipeline.model import ActionResult, Alert, Severity
 from pipeline.times import format_instant
 
@@ -51,6 +54,8 @@ STATES: tuple[State, ...] = ("held", "soaking", "ended")
 REPUBLISH_NS = 60 * 1_000_000_000
 #: the annotation an explained alert carries
 ANNOTATION = "maintenance"
+#: alerts on a switch's ECMP groups: a drained link's flows move onto its siblings at either end
+REHASHED = frozenset({ECMP_IMBALANCE, UPLINK_IMBALANCE})
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,17 @@ class Maintenance:
         or every port it names is one of them."""
         if alert.entity == self.target or alert.entity in self.ports:
             return True
+        if alert.name in REHASHED and alert.entity in self.devices:
+            return True
         return bool(alert.ports) and set(alert.ports) <= set(self.ports)
+
+    @property
+    def devices(self) -> frozenset[str]:
+        """The switches at the ends of a drained link (none for an isolated host: its leaf's
+        groups up do not carry its flows any differently)."""
+        if self.kind != "link":
+            return frozenset()
+        return frozenset(p.partition(":")[0] for p in self.ports)
 
 
 def record(m: Maintenance, mode: Literal["dry_run", "approval", "auto"] = "auto",
@@ -201,41 +216,42 @@ class MaintenanceBook:
     def __len__(self) -> int:
         return len(self._by_target)
 
-    def _candidates(self, alert: Alert) -> list[Maintenance]:
-        out = []
-        for key in (alert.entity, *alert.ports):
-            m = self._by_target.get(key) or self._by_port().get(key)
-            if m is not None and m not in out:
-                out.append(m)
+    def _index(self) -> dict[str, list[Maintenance]]:
+        """Each target, each of its ports and each end switch of a drained link → the
+        maintenance that may cover an alert keyed by it."""
+        out: dict[str, list[Maintenance]] = {}
+        for m in self._by_target.values():
+            for key in {m.target, *m.ports, *m.devices}:
+                out.setdefault(key, []).append(m)
         return out
 
-    def _by_port(self) -> dict[str, Maintenance]:
-        return {p: m for m in self._by_target.values() for p in m.ports}
+    @staticmethod
+    def _candidates(alert: Alert, index: dict[str, list[Maintenance]]) -> list[Maintenance]:
+        out: list[Maintenance] = []
+        for key in (alert.entity, *alert.ports):
+            out.extend(m for m in index.get(key, ()) if m not in out)
+        return out
 
     def explaining(self, alert: Alert) -> Maintenance | None:
         """The maintenance that explains ``alert`` (the module's rule), if any."""
         if not self._by_target:
             return None
-        return next((m for m in self._candidates(alert) if m.explains(alert)), None)
+        return next((m for m in self._candidates(alert, self._index()) if m.explains(alert)),
+                    None)
 
     def muting(self, alert: Alert) -> Maintenance | None:
         if not self._by_target:
             return None
-        return next((m for m in self._candidates(alert) if m.mutes(alert)), None)
+        return next((m for m in self._candidates(alert, self._index()) if m.mutes(alert)), None)
 
     def restate(self, alerts: Iterable[Alert]) -> list[Alert]:
         """``alerts`` with every one maintenance explains restated (:func:`restate`)."""
         if not self._by_target:
             return list(alerts)
-        by_port = self._by_port()
+        index = self._index()
         out = []
         for alert in alerts:
-            m = None
-            for key in (alert.entity, *alert.ports):
-                found = self._by_target.get(key) or by_port.get(key)
-                if found is not None and found.explains(alert):
-                    m = found
-                    break
+            m = next((m for m in self._candidates(alert, index) if m.explains(alert)), None)
             out.append(alert if m is None else restate(alert, m))
         return out
 

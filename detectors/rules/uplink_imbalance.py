@@ -9,9 +9,10 @@ carry its zone's cross-zone flows (the same physics one tier up: a spine's own h
 baseline). Per switch and sample, over the group's members that are up:
 
 * ``imbalance`` = hottest member's load / the group's mean (anchors §6 #5: start at 1.5);
-* the hottest member must be saturated (``min_hot`` of line rate) and the switch must be
+* it hurts when the hottest member is saturated (``min_hot`` of line rate) and the switch is
   pausing what feeds the group (``min_host_pause``): a leaf its hosts, a spine its leaves (the
-  ports of its links down); an uneven group that holds nobody back costs nothing;
+  ports of its links down); an uneven group that holds nobody back only counts as the
+  rearrangement below;
 * the members left cool must be free to send: a member its peer pauses (``min_host_pause`` of
   the time) is cool because of congestion beyond it (a storm or a deadlock upstream holds it),
   not because the hash gave it few flows;
@@ -21,6 +22,18 @@ baseline). Per switch and sample, over the group's members that are up:
   one member, as a degenerate hash or a polarised tier does). Nothing fires before the baseline
   exists: a group that was uneven from the start is how that leaf's hash spreads its flows (a
   control run with low-entropy traffic must stay quiet), and a TE hint, not an incident.
+
+A collision is also named before it hurts, from the rearrangement alone. Members short of line
+rate pass their flows' demand through whole, so while nothing saturates the group's total is the
+demand fed into it: flows that *move* leave the total where it was and only change which member
+carries them, while traffic that starts, stops or is throttled changes the total. So a share
+that rises by ``min_shift`` while the total stays within ``max_load_change`` of its learned level
+(learned with the share) is the hash concentrating the same flows, with the imbalance and the
+free cool members as above: the group has lost the headroom its siblings had, which the next rise
+in load turns into held hosts. The group's load is judged from ``min_load`` of one member's line
+rate up (below it the shares are noise); a member set that changes (a link down or drained, its
+flows rehashed over the survivors) is that incident's consequence, named by the correlator, or
+maintenance's (:mod:`pipeline.maintenance`) when the link was drained on purpose.
 
 Fires after ``fire_after`` (2) samples — a hash does not flicker, and the learned baseline plus
 saturation and held hosts already rule out noise — and clears after ``clear_after`` (5):
@@ -51,6 +64,9 @@ class UplinkImbalanceOptions(DetectorOptions):
     warmup: int = Field(10, ge=1)
     min_host_pause: float = Field(0.05, gt=0, le=1, description="pausing what feeds the group")
     baseline_alpha: float = Field(0.05, gt=0, le=1)
+    max_load_change: float = Field(
+        0.2, gt=0, lt=1, description="a rearrangement keeps the group's total within this share")
+    min_load: float = Field(0.05, gt=0, description="group total, in one member's line rate")
 
 
 class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
@@ -64,6 +80,7 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         super().__init__(instance, options, topology=topology)
         self.seen: dict[int, int] = {}
         self.base: dict[int, float] = {}
+        self.load: dict[int, float] = {}  # the group's total, learned with the share
         #: per device: (its port ids when judged, which of them are the group, which feed it)
         #: (None for a switch with no group up, remembered like the others)
         self._groups: dict[int, tuple[NDArray[np.int64], NDArray[np.bool_] | None,
@@ -109,7 +126,7 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         if util.size < 2 or not np.isfinite(util).all():
             return DeviceVerdict(False, False)
         total = float(util.sum())
-        if total <= 0.05 * util.size:
+        if total <= o.min_load:
             return DeviceVerdict(False, True)
         share = util / total
         hot = int(np.argmax(util))
@@ -118,11 +135,14 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         n = self.seen.get(did, 0)
         warm = n >= o.warmup
         base = self.base.get(did, top)
+        load = self.load.get(did, total)
         if warm:
             moved = top >= base + o.min_shift
             calm = top < base + o.min_shift / 2
         else:
             moved, calm = False, True  # a hash's unevenness is the leaf's normal until learned
+        # the same demand on other members: a rearrangement, not traffic that came or went
+        kept = abs(total - load) <= o.max_load_change * load
         saturated = util[hot] >= o.min_hot
         share_tx, _ = pause_share(frame, at, "tx")
         held = np.nanmax(np.where(np.isfinite(share_tx[feeding]), share_tx[feeding], 0.0),
@@ -133,8 +153,9 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         held_cool = np.nanmax(np.where(np.isfinite(paused[cool]), paused[cool], 0.0),
                               initial=0.0)
         free = held_cool < o.min_host_pause  # a paused member is cool for what lies beyond it
-        bad = saturated and imbalance >= o.min_imbalance and moved and hurts and free
-        good = not saturated or imbalance < (1 + o.min_imbalance) / 2 or calm
+        uneven = imbalance >= o.min_imbalance and moved and free
+        bad = uneven and ((saturated and hurts) or kept)
+        good = imbalance < (1 + o.min_imbalance) / 2 or calm or not (saturated or kept)
         # the baseline is the hash's normal: learned while warming up, then followed only while
         # the share stays near it, either way (a collision that does not hurt yet must not become
         # the normal, nor a dip while congestion elsewhere holds some flows back)
@@ -142,9 +163,11 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         if not warm or (near and not self.persistence.is_firing(np.array([did]))[0]):
             self.seen[did] = n + 1
             self.base[did] = top if n == 0 else base + o.baseline_alpha * (top - base)
+            self.load[did] = total if n == 0 else load + o.baseline_alpha * (total - load)
         return DeviceVerdict(bad, good and not bad,
                              {"imbalance": imbalance, "hot_util": float(util[hot]),
                               "host_pause": float(held), "cool_paused": float(held_cool),
                               "hot_share": top, "baseline_share": base,
+                              "load": total, "baseline_load": load,
                               "members": float(util.size)},
                              (frame.ports.label(int(at.pids[usable][hot])),), known=True)

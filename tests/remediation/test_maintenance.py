@@ -57,7 +57,14 @@ def test_the_rule_explains_what_the_maintenance_caused_and_nothing_else():
                         ports=("leaf2:Ethernet3", "leaf2:Ethernet4"))
     assert book.explaining(down) == base and book.explaining(port) == base
     assert book.explaining(cause) is None  # the reason for the drain stays a root cause
-    assert book.explaining(other) is None and book.explaining(device) is None
+    assert book.explaining(other) is None
+    # the drained link's flows move onto its siblings: either end's ECMP imbalance that began
+    # during the drain is its consequence, another switch's or one from before is not
+    assert book.explaining(device) == base
+    assert book.explaining(make_alert("ecmp_imbalance", "spine1", start=13)) == base
+    assert book.explaining(make_alert("ecmp_imbalance", "leaf3", start=13)) is None
+    assert book.explaining(make_alert("ecmp_imbalance", "leaf2", start=5)) is None
+    assert book.explaining(make_alert("pfc_storm", "leaf2", start=13)) is None
     restated = book.restate([down, cause, other])
     assert [a.root_cause for a in restated] == [False, True, True]
     assert restated[0].severity == Severity.INFO and restated[0].fingerprint == down.fingerprint

@@ -42,8 +42,10 @@ def test_collision_onto_one_uplink_after_a_balanced_baseline():
 
 
 def test_a_collision_that_does_not_hurt_yet_never_becomes_the_leafs_normal():
-    # the flows crowd onto one uplink while nobody is held back; load rises later and the
-    # collision starts to hurt: it is still a collision (the baseline kept the hash's normal)
+    # the flows crowd onto one uplink while nobody is held back and the leaf's other traffic
+    # ends (the total falls by 40 %: not a rearrangement of the same flows, so not named on its
+    # own); load rises later and the collision starts to hurt: it is still a collision (the
+    # baseline kept the hash's normal)
     feed, chain = leaf_loaded(0.4, 0.4, 0.4, 0.4)
     run(chain, feed, 15)
     spread(feed, 0.05, 0.05, 0.05, 0.8)
@@ -98,5 +100,53 @@ def test_members_cool_because_their_spines_pause_them_are_no_collision():
     assert not active(chain)
     for port in UPLINKS[:3]:
         feed.set(port, pfc_rx_frames__3=0.0, pfc_rx_pause_us__3=0.0)
+    run(chain, feed, 3)
+    assert ("ecmp_imbalance", "leaf1") in active(chain)
+
+
+def test_a_collision_short_of_line_rate_is_named_from_the_rearrangement():
+    # the same flows moved onto one member: the group's total is unchanged, nothing saturates and
+    # nobody is held back yet, but the siblings' headroom is gone
+    feed, chain = leaf_loaded(0.2, 0.2, 0.2, 0.2)
+    run(chain, feed, 15)
+    spread(feed, 0.05, 0.05, 0.05, 0.65)
+    run(chain, feed, 2)
+    assert set(active(chain)) == {("uplink_imbalance", "leaf1")}
+    symptom = active(chain)[("uplink_imbalance", "leaf1")]
+    assert symptom.evidence["hot_util"] < 0.9 and symptom.evidence["host_pause"] == 0.0
+    run(chain, feed, 1)
+    incident = active(chain)[("ecmp_imbalance", "leaf1")]
+    assert incident.root_cause and incident.ports == ("leaf1:Ethernet8",)
+    spread(feed, 0.2, 0.2, 0.2, 0.2)  # the hash spreads them again
+    run(chain, feed, 8)
+    assert not active(chain)
+
+
+def test_traffic_that_starts_or_stops_on_one_member_is_no_collision():
+    # a share can rise because new flows hash onto one member or because the others' flows
+    # end; either changes the group's total, which moved flows do not
+    feed, chain = leaf_loaded(0.2, 0.2, 0.2, 0.2)
+    run(chain, feed, 15)
+    spread(feed, 0.2, 0.2, 0.2, 0.8)
+    run(chain, feed, 20)
+    assert not active(chain)
+    spread(feed, 0.02, 0.02, 0.02, 0.2)
+    run(chain, feed, 20)
+    assert not active(chain)
+
+
+def test_a_group_of_wide_members_carrying_a_little_is_judged():
+    # eight 400G uplinks fed by two 100G hosts at half load carry a quarter of one member in all:
+    # little per member, yet plenty for the shares to mean something
+    topo = spine_leaf(4, 2, 2, uplinks_per_pair=2)
+    feed = Feed(topo)
+    ups = [str(ln.a if ln.a.device == "leaf1" else ln.b) for ln in topo.up_links("leaf1")]
+    for port in ups:
+        feed.load(port, 0.035)
+    chain = chain_of(topo, "uplink_imbalance")
+    run(chain, feed, 15)
+    for port in ups:
+        feed.load(port, 0.0)
+    feed.load(ups[0], 0.28)
     run(chain, feed, 3)
     assert ("ecmp_imbalance", "leaf1") in active(chain)
