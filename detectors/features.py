@@ -10,7 +10,7 @@ and reads the companions it needs if they are fresh (within one cadence of the d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -98,12 +98,16 @@ class FeatureTable:
                      hi: NDArray[np.int64]) -> NDArray[np.float64]:
         """Values of a column for ports whose sample time is in ``[lo, hi]`` (per port, from
         :func:`window`); NaN where the companion is missing or stale."""
-        rows = _as_slice(pids)
-        v = self.value[rows, column]
-        t = self.ts[rows, column]
-        if v.ndim == 2:
-            lo, hi = lo[:, None], hi[:, None]
-        return np.where((t >= lo) & (t <= hi), v, np.nan)
+        first, width = (int(column.start), int(column.stop) - int(column.start)) if \
+            isinstance(column, slice) else (int(column), 0)
+        n = pids.shape[0]
+        # laid out as numpy's gather and ``where`` laid out their answer (a run of ports as a
+        # slice gave a column-major one), so that what detectors reduce over it adds in the
+        # same order
+        run = isinstance(_as_slice(pids), slice)
+        out = np.empty((n, max(width, 1)), np.float64, order="F" if run and width > 1 else "C")
+        _fresh(self.value, self.ts, pids, first, lo, hi, out)
+        return out[:, 0].copy() if width == 0 else out
 
 
 def window(ref_ts: NDArray[np.int64], slack_s: NDArray[np.float64]
@@ -157,6 +161,20 @@ def _store(series: Any, port: Any, metric: Any, qual: Any, status: Any, rate: An
     return touched
 
 
+@njit(cache=True, nogil=True)
+def _fresh(value: Any, ts: Any, rows: Any, first: Any, lo: Any, hi: Any,
+           out: Any) -> None:  # pragma: no cover
+    """:meth:`FeatureTable.fresh_within` in one pass: each cell of ``out`` the table's value
+    where its sample time is within the row's ``[lo, hi]``, else NaN."""
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        a = lo[i]
+        b = hi[i]
+        for j in range(out.shape[1]):
+            t = ts[r, first + j]
+            out[i, j] = value[r, first + j] if a <= t <= b else np.nan
+
+
 def _as_slice(pids: NDArray[np.int64]) -> NDArray[np.int64] | slice:
     """A run of consecutive port ids as a slice (a view instead of a gather: the usual case, every
     port of a switch or of the fabric got news), else the ids themselves."""
@@ -174,8 +192,19 @@ class Frame:
     ports: PortIndex
     touched: NDArray[np.int64]
     now_ns: int
+    #: :meth:`touched_of` answers, by kinds: most rules ask the same question of one frame
+    _touched_of: dict[tuple[int, ...], NDArray[np.int64]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def touched_of(self, *kinds: int) -> NDArray[np.int64]:
-        """Touched ports of the given :class:`~detectors.ports.PortKind` values."""
-        t = self.touched
-        return t[np.isin(self.ports.kind[t], kinds)].astype(np.int64, copy=False)
+        """Touched ports of the given :class:`~detectors.ports.PortKind` values (read-only: the
+        array is shared by every rule that asks)."""
+        got = self._touched_of.get(kinds)
+        if got is None:
+            t = self.touched
+            got = t[np.isin(self.ports.kind[t], kinds)].astype(np.int64, copy=False)
+            if got is t:
+                got = t.copy()
+            got.flags.writeable = False
+            self._touched_of[kinds] = got
+        return got

@@ -10,6 +10,7 @@ distinct pair in the batch, and series keys are looked up with a sorted-array se
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,6 +55,8 @@ class SeriesIndex:
         #: the last vocabularies seen and their (device code × port code) → port id table
         self._pair_table: tuple[tuple[str, ...], tuple[str, ...], NDArray[np.int64]] | None = \
             None
+        #: each device's rows as last seen, and their ids (:class:`_Layouts`)
+        self._layouts = _Layouts()
 
     # -- names ------------------------------------------------------------------------------
 
@@ -118,6 +121,16 @@ class SeriesIndex:
         seen = self._last_rows
         if seen is not None and _same_rows(seen[0], batch):
             return seen[1]  # the very rows of the last batch (a live stream's next poll)
+        known = self._layouts.find(batch, self._device_id)
+        if known is not None:
+            return known
+        found = self._ids(batch)
+        self._layouts.keep(batch, self._device_id, found)
+        return found
+
+    def _ids(self, batch: SampleBatch) -> BatchIds:
+        """:meth:`ids` from the batch's names: every id a new name needs is assigned here, so the
+        ids a batch gets do not depend on which earlier batches were answered from a cache."""
         port = self._port_ids(batch)
         qual = np.clip(batch.qual.astype(np.int64), -1, _QUAL_MAX) + 1
         metric = batch.metric.astype(np.int64) << _QUAL_BITS
@@ -191,6 +204,72 @@ class SeriesIndex:
             self._keys, self._key_ids = keys[order], ids[order]
             pos = np.searchsorted(self._keys, key)
         return self._key_ids[pos]
+
+
+#: a device's rows as last seen: port name codes (:class:`_Layouts`), metric and qualifier
+#: columns, and their port and series ids
+_Layout = tuple[NDArray[np.int64], NDArray[np.uint16], NDArray[np.int16], NDArray[np.int64],
+                NDArray[np.int64]]
+
+
+class _Layouts:
+    """Each device's rows as last seen, and their ids.
+
+    A step's batch joins the polls of whichever switches answered since the last step, so its
+    vocabularies and its rows differ from step to step and neither the last batch's ids nor its
+    vocabulary's port table can be reused; yet each switch sends the same rows poll after poll.
+    A batch whose every run of one device's rows is that device's last run (same port names,
+    metrics and qualifiers, row for row) gets the ids those rows got, without a search of every
+    series key: only batches that name nothing new are answered here, so ids are assigned as
+    :meth:`SeriesIndex._ids` assigns them."""
+
+    def __init__(self) -> None:
+        #: port name → a code of its own (port names repeat across devices: "Ethernet0")
+        self._name_code: dict[str, int] = {}
+        #: (global device id, rows) → that run's layout
+        self._runs: dict[tuple[int, int], _Layout] = {}
+
+    def _names(self, ports: tuple[str, ...]) -> NDArray[np.int64]:
+        codes = self._name_code
+        return np.fromiter((codes.setdefault(p, len(codes)) for p in ports), np.int64,
+                           len(ports))
+
+    @staticmethod
+    def _bounds(batch: SampleBatch) -> list[int]:
+        """Where each run of one device's rows starts, and the end."""
+        dev = batch.device
+        cuts = np.flatnonzero(dev[1:] != dev[:-1]) + 1
+        return [0, *cuts.tolist(), len(batch)]
+
+    def find(self, batch: SampleBatch, device_id: dict[str, int]) -> BatchIds | None:
+        """The ids of a batch made only of runs seen before, else None (``device_id``: the
+        index's device ids, read here, never assigned)."""
+        if not self._runs:
+            return None
+        names = self._names(batch.ports)
+        bounds = self._bounds(batch)
+        ports, series = [], []
+        for lo, hi in pairwise(bounds):
+            run = self._runs.get((device_id.get(batch.devices[batch.device[lo]], -1), hi - lo))
+            if run is None or not (np.array_equal(run[1], batch.metric[lo:hi])
+                                   and np.array_equal(run[2], batch.qual[lo:hi])
+                                   and np.array_equal(run[0], names[batch.port[lo:hi]])):
+                return None
+            ports.append(run[3])
+            series.append(run[4])
+        return BatchIds(np.concatenate(ports), np.concatenate(series))
+
+    def keep(self, batch: SampleBatch, device_id: dict[str, int], ids: BatchIds) -> None:
+        """Remember every run of ``batch`` with its ids (copies: the batch's columns are not
+        kept alive by a cache)."""
+        if len(self._runs) > 4 * len(device_id) + 1024:
+            self._runs.clear()  # layouts that keep changing: keep the cache to recent ones
+        names = self._names(batch.ports)
+        bounds = self._bounds(batch)
+        for lo, hi in pairwise(bounds):
+            self._runs[(device_id[batch.devices[batch.device[lo]]], hi - lo)] = (
+                names[batch.port[lo:hi]], batch.metric[lo:hi].copy(), batch.qual[lo:hi].copy(),
+                ids.port[lo:hi].copy(), ids.series[lo:hi].copy())
 
 
 def _same_rows(a: SampleBatch, b: SampleBatch) -> bool:

@@ -58,7 +58,10 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
     """Storms, slow receivers and incasts, each rooted at a host's leaf port."""
     out = []
     converging = converging_senders(graph, topology)
-    for host in topology.hosts_at(graph.symptoms):
+    # only a port with one of the three signatures can root a finding here
+    signed = {port for name in (PFC_WATCHDOG, HOST_SLOW_DRAIN, EGRESS_OVERSUBSCRIBED)
+              for port, _ in graph.named.get(name, ())}
+    for host in topology.hosts_at(signed):
         label = str(host.port)
         here = graph.symptoms[label]
         if not here:
@@ -148,14 +151,15 @@ def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn
     that send more than ``FAIR_SHARE_SLACK`` times that send most of it up into the fabric: they
     are held because their ingress buffers hold a little of P's queue (head-of-line blocking
     under load that fills P from elsewhere), not because they flood P, and do not converge."""
-    roots = {str(h.port): h for h in topology.hosts_at(graph.symptoms)
+    flooded_at = {port for port, _ in graph.named.get(EGRESS_OVERSUBSCRIBED, ())}
+    roots = {str(h.port): h for h in topology.hosts_at(flooded_at)
              if any(_saturated(a) and not _habitual(a) for a in graph.symptoms[str(h.port)])}
     out: dict[str, FanIn] = {}
     if not roots:
         return out
     stalled = {p for cycle in _cycles(graph, _held(graph, topology)) for p in cycle}
     held: dict[str, list[tuple[str, float, float, str]]] = {}
-    for host in topology.hosts_at(graph.symptoms):
+    for host in topology.hosts_at({port for port, _ in graph.named.get(PFC_PAUSING, ())}):
         pausing = [a for a in graph.symptoms[str(host.port)] if a.name == PFC_PAUSING]
         if not pausing:
             continue
@@ -307,16 +311,22 @@ def _held(graph: PauseGraph, topology: Topology) -> dict[str, Alert]:
     samples are in (one end's telemetry can be late: an SNMP poll that lags, a collector that
     fell behind). A port a paused peer still receives from is not stuck: only its own view
     decides then."""
-    out = {port: next(a for a in alerts if a.name == PFC_HOLD)
-           for port, alerts in graph.symptoms.items() if any(a.name == PFC_HOLD for a in alerts)}
-    for label, alerts in graph.symptoms.items():
-        for a in alerts:
-            if a.name != PFC_PAUSING or a.evidence.get("pause_share", 0.0) < \
-                    _STUCK.min_pause_share or a.evidence.get("inbound", 1.0) >= _STUCK.max_drain:
-                continue
-            at = topology.attached(label)
-            if at is not None and at.far is not None:  # a fabric link (hosts: from their leaf)
-                out.setdefault(at.far_label, a)
+    holds, pausing = graph.named.get(PFC_HOLD, ()), graph.named.get(PFC_PAUSING, ())
+    if not holds and not pausing:
+        return {}
+    # in the order of the graph's ports (its symptoms' first sightings), as the cycles are read
+    rank = {port: i for i, port in enumerate(graph.symptoms)}
+    first: dict[str, Alert] = {}
+    for port, a in holds:
+        first.setdefault(port, a)
+    out = {port: first[port] for port in sorted(first, key=rank.__getitem__)}
+    for label, a in sorted(pausing, key=lambda pa: rank[pa[0]]):
+        if a.evidence.get("pause_share", 0.0) < _STUCK.min_pause_share or \
+                a.evidence.get("inbound", 1.0) >= _STUCK.max_drain:
+            continue
+        at = topology.attached(label)
+        if at is not None and at.far is not None:  # a fabric link (hosts: from their leaf)
+            out.setdefault(at.far_label, a)
     return out
 
 
