@@ -50,6 +50,13 @@ from pipeline.kinds import (
 from pipeline.model import Alert, Severity
 from pipeline.topology.model import Topology
 
+#: a fan-in whose converging senders send less than this share of what the receiver delivers
+#: leaves most of the receiver's load to senders nobody holds: weak evidence that they saturate
+#: it (:meth:`Correlator._confirm_fan_ins`)
+WEAK_FAN_IN = 1 / 3
+#: a weak fan-in is named once it has held this many sample intervals
+WEAK_FAN_IN_INTERVALS = 2
+
 #: when two incidents explain the same symptom, the first kind here takes it
 _PRECEDENCE = (PFC_DEADLOCK, PFC_STORM, LINK_DOWN, LINK_FLAP, FAULTY_LINK, BUFFER_MISCONFIG, INCAST,
                SLOW_RECEIVER, ECMP_IMBALANCE)
@@ -74,6 +81,9 @@ class Correlator:
         self._skew_ns = 0
         #: the event time of the step being correlated
         self._now_ns = 0
+        #: receivers whose incast is named, and since when a weak fan-in has held on others
+        self._incasts: set[str] = set()
+        self._weak_since: dict[str, int] = {}
 
     def findings(self, symptoms: list[Alert]) -> list[Finding]:
         if self.topology is None:
@@ -85,7 +95,35 @@ class Correlator:
                  *host_findings(graph, self.topology),
                  *device_findings(graph, device_symptoms, self.topology)]
         found.sort(key=lambda f: (_rank(f.kind), f.entity))
-        return self._attribute_imbalance(found)
+        return self._confirm_fan_ins(self._attribute_imbalance(found))
+
+    def _confirm_fan_ins(self, found: list[Finding]) -> list[Finding]:
+        """Incasts, with the weak ones named only once they have held.
+
+        A step's pause graph joins switches sampled at different moments of the interval, so
+        while congestion spreads (a storm's pause tree reaching further, a true incast whose
+        senders are not all seen held yet) it can show held senders leading to a saturated
+        receiver they do not feed. When those converging senders send less than
+        :data:`WEAK_FAN_IN` of what the receiver delivers, the rest of its load comes from
+        senders nobody holds, and the fan-in is only named once it has held for
+        :data:`WEAK_FAN_IN_INTERVALS` sample intervals: every switch has then reported twice
+        with it in view. A fan-in that carries most of the receiver is named at once, and a
+        named incast stays named while its finding lasts."""
+        kept: list[Finding] = []
+        named: set[str] = set()
+        weak: dict[str, int] = {}
+        for f in found:
+            if f.kind == INCAST and f.entity not in self._incasts:
+                share = 1.0 / max(f.evidence.get("concentration", 1.0), 1e-9)
+                if share < WEAK_FAN_IN:
+                    since = weak[f.entity] = self._weak_since.get(f.entity, self._now_ns)
+                    if self._now_ns - since < WEAK_FAN_IN_INTERVALS * self._skew_ns:
+                        continue
+            if f.kind == INCAST:
+                named.add(f.entity)
+            kept.append(f)
+        self._incasts, self._weak_since = named, weak
+        return kept
 
     def _attribute_imbalance(self, found: list[Finding]) -> list[Finding]:
         """An uplink imbalance that began while another incident that can move or hold back this

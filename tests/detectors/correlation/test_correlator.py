@@ -38,6 +38,15 @@ def correlate(topo: Topology, symptoms: list[Alert], corr: Correlator | None = N
     return [a for a in out if a.root_cause], [a for a in out if not a.root_cause]
 
 
+def frame_at(topo: Topology, t: float, cadence_s: float) -> Frame:
+    """An empty frame at time ``t`` whose ports' rates are ``cadence_s`` apart (the fabric's
+    sample interval, as the correlator reads it)."""
+    table = FeatureTable()
+    table._grow(4)
+    table.dt[:, col("if_out_octets")] = cadence_s
+    return Frame(table, PortIndex(SeriesIndex(), topo), np.empty(0, np.int64), T0 + round(t * S))
+
+
 TOPO = spine_leaf(2, 3, 2)  # leafN: Ethernet1-2 hosts, Ethernet3 → spine1, Ethernet4 → spine2
 # spineS: EthernetN → leafN
 
@@ -310,11 +319,7 @@ def test_an_imbalance_stands_as_a_root_only_once_a_cause_seen_an_interval_later_
     # two intervals have passed since the imbalance began it is not named (its symptom is
     # published), and once the link down is seen it is the link's consequence
     def at(t: float) -> Frame:
-        table = FeatureTable()
-        table._grow(4)
-        table.dt[:, col("if_out_octets")] = 2.0
-        return Frame(table, PortIndex(SeriesIndex(), TOPO), np.empty(0, np.int64),
-                     T0 + round(t * S))
+        return frame_at(TOPO, t, cadence_s=2.0)
 
     imbalance = device_sym("uplink_imbalance", "leaf2", t=12.0, imbalance=2.0)  # began at 11
     failure = [sym("port_down", "leaf3:Ethernet3", t=14.0)]   # began at 13, named at 14
@@ -383,3 +388,27 @@ def test_congestion_an_incident_explains_keeps_its_severity():
     _, symptoms = correlate(TOPO, storm_tree())
     paused = [s for s in symptoms if s.name == "pfc_paused"]
     assert paused and all(s.severity.value == "warning" and s.inhibited_by for s in paused)
+
+
+def test_a_fan_in_that_carries_little_of_the_receiver_is_named_once_it_has_held() -> None:
+    # two held senders whose trees reach host9 send a fifth of what it delivers: most of its
+    # load comes from senders nobody holds, as when a spreading pause tree is half seen. Named
+    # only once it has held for two sample intervals (1 s here), and then it stays named
+    def at(t: float) -> Frame:
+        return frame_at(WIDE, t, cadence_s=1.0)
+
+    weak = _fan_in(("leaf1:Ethernet1", 0.1), ("leaf2:Ethernet3", 0.1))
+    corr = Correlator(WIDE)
+
+    def roots(symptoms: list[Alert], t: float) -> list[str]:
+        return [a.name for a in corr.correlate(symptoms, at(t)) if a.root_cause]
+
+    assert roots(weak, 12.0) == [] and roots(weak, 13.5) == []
+    assert roots(weak[:1], 13.7) == []  # the fan-in gone for a step: it starts again
+    assert roots(weak, 14.0) == [] and roots(weak, 15.9) == []
+    assert roots(weak, 16.0) == ["incast"]
+    fainter = _fan_in(("leaf1:Ethernet1", 0.05), ("leaf2:Ethernet3", 0.05))
+    assert roots(fainter, 16.2) == ["incast"]  # named: it stays named while it lasts
+    # senders that carry most of what the receiver delivers are named at once
+    assert [a.name for a in correlate(WIDE, _fan_in(("leaf1:Ethernet1", 0.48),
+                                                     ("leaf2:Ethernet3", 0.5)))[0]] == ["incast"]
