@@ -13,7 +13,12 @@ map); the others warn.
 
 Evidence before firing: a mismatch fires once a report newer than the one that first showed it,
 from a device of the mismatch, still shows it (a link that changes state between two devices'
-polls is not a miswire); it resolves on the first evaluation that no longer shows it. Time is
+polls is not a miswire); it resolves on the first evaluation that no longer shows it. The
+evidence is counted per link, whatever the mismatch is called meanwhile: a neighbour dropped at
+both ends is ``one_sided`` once the first end's report shows it and ``missing`` once the other
+end's does, and that second report, newer and from the other device, is the confirmation (it
+does not start the wait again: a drop shorter than two reads of one device would never fire).
+Time is
 event time, the reports' own. The comparison runs at most every ``every_s`` of event time (its
 cost is linear in the fabric's ports), and only when some device's latest report says something
 its last one did not: most reports restate the same table at a new time, and the comparison of
@@ -47,7 +52,8 @@ class TopologyWatch:
         self.latest: dict[str, NeighborReport] = {}
         self.now_ns = 0
         self._judged_ns = -1
-        self._first: dict[tuple[str, str], int] = {}   # mismatch -> newest report it was seen in
+        #: mismatched link(s) -> the newest report it was first seen in (whatever its kind)
+        self._first: dict[str, int] = {}
         self.mismatches: list[Mismatch] = []
         self.evaluations = 0
         #: comparisons run (an evaluation whose reports say what the last one's did reuses it)
@@ -73,14 +79,13 @@ class TopologyWatch:
             self.comparisons += 1
             self._changed = False
         current = []
-        seen: set[tuple[str, str]] = set()
+        seen: set[str] = set()
         for m in self.mismatches:
-            key = (m.kind, m.entity)
-            seen.add(key)
+            seen.add(m.entity)
             newest = max((self.latest[p.device].ts_ns for p in _devices(m)
                           if p.device in self.latest), default=self.now_ns)
-            first = self._first.setdefault(key, newest)
-            if newest > first or key in self._firing:
+            first = self._first.setdefault(m.entity, newest)
+            if newest > first or (m.kind, m.entity) in self._firing:
                 current.append(self._alert(m))
         for key in [k for k in self._first if k not in seen]:
             del self._first[key]

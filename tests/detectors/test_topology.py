@@ -77,3 +77,23 @@ def test_reports_that_restate_the_same_tables_are_not_compared_again() -> None:
     assert [a.entity for a in watch.book.active()] == ["leaf1~spine1,leaf2~spine2"]
     (resolved,) = watch.observe(reports_of(TOPO, ts=T0 + 240 * NS))
     assert resolved.fingerprint == fired.fingerprint and watch.comparisons == 3
+
+
+def test_a_neighbour_dropped_at_both_ends_fires_on_the_second_ends_report() -> None:
+    # leaf1 stops seeing spine1 in its read at 40 s, spine1 stops seeing leaf1 in its own at
+    # 55 s: two devices' reports, the second newer, agree the link is gone. It fires then, as
+    # "missing", without waiting for leaf1's next read at 70 s
+    watch = TopologyWatch(TOPO, every_s=0)
+    watch.observe(reports_of(TOPO, ts=T0))
+    leaf1 = [r for r in reports_of(TOPO, faces={L11.a: None}, ts=T0 + 40 * NS)
+             if r.device == "leaf1"]
+    assert watch.observe(leaf1) == []
+    spine1 = [r for r in reports_of(TOPO, faces={L11.a: None, L11.b: None}, ts=T0 + 55 * NS)
+              if r.device == "spine1"]
+    (fired,) = watch.observe(spine1)
+    assert (fired.entity, fired.labels["mismatch"], fired.starts_ns) == (
+        "leaf1~spine1", "missing", T0 + 55 * NS)
+    # one device's first report alone is still no evidence
+    alone = TopologyWatch(TOPO, every_s=0)
+    alone.observe(reports_of(TOPO, ts=T0))
+    assert alone.observe(leaf1) == [] and alone.book.active() == []
