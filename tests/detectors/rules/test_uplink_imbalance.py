@@ -22,6 +22,13 @@ def spread(feed: Feed, *loads: float) -> None:
         feed.load(port, load)
 
 
+def quiet_after(chain: DetectionChain, feed: Feed, samples: int, *loads: float) -> bool:
+    """Whether nothing is active after ``samples`` samples at these uplink loads."""
+    spread(feed, *loads)
+    run(chain, feed, samples)
+    return not active(chain)
+
+
 def hosts_held(feed: Feed, share: float = 0.4) -> None:
     """leaf1 pauses one of its hosts: the group is the bottleneck."""
     feed.set("leaf1:Ethernet1", pfc_tx_frames__3=50000.0, pfc_tx_pause_us__3=share * 1e6)
@@ -81,9 +88,7 @@ def test_a_dip_while_other_traffic_is_held_back_is_not_learned_as_the_normal():
     run(chain, feed, 15)
     spread(feed, 0.45, 0.15, 0.15, 0.15)
     run(chain, feed, 60)
-    spread(feed, 1.0, 0.15, 0.15, 0.15)
-    run(chain, feed, 10)
-    assert not active(chain)
+    assert quiet_after(chain, feed, 10, 1.0, 0.15, 0.15, 0.15)
 
 
 def test_members_cool_because_their_spines_pause_them_are_no_collision():
@@ -117,9 +122,7 @@ def test_a_collision_short_of_line_rate_is_named_from_the_rearrangement():
     run(chain, feed, 1)
     incident = active(chain)[("ecmp_imbalance", "leaf1")]
     assert incident.root_cause and incident.ports == ("leaf1:Ethernet8",)
-    spread(feed, 0.2, 0.2, 0.2, 0.2)  # the hash spreads them again
-    run(chain, feed, 8)
-    assert not active(chain)
+    assert quiet_after(chain, feed, 8, 0.2, 0.2, 0.2, 0.2)  # the hash spreads them again
 
 
 def test_traffic_that_starts_or_stops_on_one_member_is_no_collision():
@@ -127,12 +130,8 @@ def test_traffic_that_starts_or_stops_on_one_member_is_no_collision():
     # end; either changes the group's total, which moved flows do not
     feed, chain = leaf_loaded(0.2, 0.2, 0.2, 0.2)
     run(chain, feed, 15)
-    spread(feed, 0.2, 0.2, 0.2, 0.8)
-    run(chain, feed, 20)
-    assert not active(chain)
-    spread(feed, 0.02, 0.02, 0.02, 0.2)
-    run(chain, feed, 20)
-    assert not active(chain)
+    assert quiet_after(chain, feed, 20, 0.2, 0.2, 0.2, 0.8)
+    assert quiet_after(chain, feed, 20, 0.02, 0.02, 0.02, 0.2)
 
 
 def test_a_group_of_wide_members_carrying_a_little_is_judged():
