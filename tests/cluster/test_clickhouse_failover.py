@@ -145,8 +145,10 @@ def test_a_replica_then_a_shards_primary_killed_mid_stream_lose_and_double_nothi
         counts = local_counts(cluster, store.database)
         after = tally(store, produced)
         # the minutes rolled while a write was out of sight are rolled again by the running job
-        # once every write is readable: its guarantee, not a restarted job's (which has no list)
-        wait_for(lambda: rollups.stats.runs and not rollups.unsure, 90,
+        # once every write is readable: its guarantee, not a restarted job's (which has no list);
+        # judged by a run that began after every replica had every write
+        runs = rollups.stats.runs + 1
+        wait_for(lambda: rollups.stats.runs > runs and rollups.settled, 90,
                  "the rollup job to roll again the minutes it rolled while a write was unreadable")
     finally:
         stop.set()

@@ -25,8 +25,13 @@ On a cluster a roll may read a shard's replica that lacks a part another replica
 before it died (the part waits there until it returns: :meth:`Store.unreadable_since`). Minute
 buckets rolled while some write was unreadable are rolled again, as late ones, by the first run
 that finds every such write readable: a bucket's rows then hold every sample the store took,
-whatever died meanwhile. (The list lives in the process: a job restarted in between leaves them
-as rolled.)
+whatever died meanwhile. The writes that were out of sight carry marks that may have been out of
+sight too (or seen, when they went to another shard, before their samples could be read): so
+when a stretch of unreadable writes ends, the first run reads the marks again from the oldest
+such write on and rolls every minute bucket they name once more, seen or not. A replica that
+died just after a run found every write readable, and before that run's rolls read it, is
+caught that way. (Both lists live in the process: a job restarted in between leaves those
+buckets as rolled.)
 """
 
 from __future__ import annotations
@@ -107,6 +112,9 @@ class RollupJob:
         #: minute buckets rolled while a write was unreadable, by the server second they were
         #: rolled: rolled again once every write from before then is readable
         self._unsure: dict[int, int] = {}
+        #: the oldest unreadable write (server second) of the stretch of runs that found one,
+        #: until a run finds every write readable and rolls again what was marked since then
+        self._unreadable_from: int | None = None
 
     @property
     def needed(self) -> bool:
@@ -118,6 +126,12 @@ class RollupJob:
         by the first run that finds every such write readable; a job stopped before that leaves
         them as rolled)."""
         return len(self._unsure)
+
+    @property
+    def settled(self) -> bool:
+        """No write was unreadable since the last run that rolled again what such writes marked:
+        a job stopped now leaves no bucket rolled from a replica that lacked a write it knew of."""
+        return not self._unsure and self._unreadable_from is None
 
     # -- one run ------------------------------------------------------------------------------
 
@@ -157,18 +171,28 @@ class RollupJob:
         states = self.states()
         now_s = int(store.query("SELECT toUInt64(now()) AS now")["now"][0])
         unreadable = store.unreadable_since()
+        ended = self._unreadable_from if unreadable is None else None
+        if unreadable is not None:
+            self._unreadable_from = min(unreadable, self._unreadable_from or unreadable)
         root = self.rollups[0]
         before = states.get(root.name, State())
         # marks are read again for a while after the last scan, and from before any write not
         # yet readable: a mark that a read did not see yet (it sits on a replica reads avoid
         # until it caught up, or on one that died) is found later; the ones already accounted
-        # for do not count twice (the server's clock has whole seconds)
+        # for do not count twice (the server's clock has whole seconds) ...
         reread = math.ceil(store.read_lag_s)
-        horizon = min(before.scanned_s, unreadable if unreadable is not None else now_s)
+        reach = unreadable if unreadable is not None else ended
+        horizon = min(before.scanned_s, reach if reach is not None else now_s)
         since = max(0, horizon - reread)
         counts, newest = self._marks_since(since)
         settled = self._settled(unreadable)
-        marked = sorted({b for (b, at), n in counts.items() if n > self._seen.get((b, at), 0)}
+        # ... but once every write is readable again, all marked since the oldest that was not
+        # count: their buckets may have been rolled from a replica that lacked the write
+        seen = {} if ended is not None else self._seen
+        if ended is not None:
+            log.info("every write is readable again: rolling again the minute buckets marked "
+                     "since server second %d", ended)
+        marked = sorted({b for (b, at), n in counts.items() if n > seen.get((b, at), 0)}
                         | settled)
         event = max(before.event_ns, forced_event_ns or 0, newest)
         if not before.done_ns and not marked:
@@ -196,6 +220,8 @@ class RollupJob:
             store.execute(state_insert(db, new))
         keep = min(now_s, unreadable if unreadable is not None else now_s) - reread
         self._seen = {key: n for key, n in counts.items() if key[1] >= keep}
+        if unreadable is None:  # the stretch (if any) is rolled again: done with it
+            self._unreadable_from = None
         self.stats.event_ns = event
         self.stats.done_ns = {name: s.done_ns for name, s in new.items()}
         return count

@@ -154,6 +154,68 @@ def test_late_samples_re_roll_their_buckets(store: Store, samples: SampleBatch,
         assert read(store, rollup) == rollup_expectation(samples, rollup.bucket_ns)
 
 
+class OutOfSight:
+    """A store whose reads have missed a write for a while, as a cluster's do when the replica
+    that took it dies before another copied it: ``unreadable`` is what
+    :meth:`Store.unreadable_since` says, set by the test."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.unreadable: int | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def unreadable_since(self) -> int | None:
+        return self.unreadable
+
+    def comes_back(self, batch: SampleBatch, written_s: int) -> None:
+        """The write of ``batch`` at server second ``written_s`` becomes readable: its samples
+        and its marks, stamped when it was written."""
+        store = self._store
+        with_marks = store.settings
+        store.settings = with_marks.model_copy(update={"rollups": False})
+        try:
+            store.insert_samples(batch)
+        finally:
+            store.settings = with_marks
+        width = ROLLUP_1M.bucket_ns
+        buckets = sorted({int(t) // width * width for t in batch.ts_ns})
+        store.execute(f"INSERT INTO {store.database}.rollup_marks (at, bucket_ns, event_ns) "
+                      f"SELECT toDateTime({written_s}, 'UTC'), arrayJoin({buckets}), "
+                      f"toInt64({int(batch.ts_ns.max())})")
+
+
+def test_a_write_out_of_sight_when_its_minute_was_rolled_is_rolled_once_readable(
+        store: Store, samples: SampleBatch, rollup_expectation: Any, hour0: int) -> None:
+    # a replica took part of minute 20 and died before the run that rolled it read the shard,
+    # after the run had found every write readable: nothing of that run is known to be unsure
+    t = samples.ts_ns
+    minute20 = hour0 + 20 * MINUTE
+    hidden = (samples.device == 0) & (t >= minute20) & (t < minute20 + 30 * NS)
+    insert_in_polls(store, samples.take(np.flatnonzero(~hidden)))
+    outage = OutOfSight(store)
+    job = RollupJob(outage, store.settings)  # type: ignore[arg-type]
+    job.run_once()
+    written_s = int(store.query("SELECT toUInt64(now()) AS now")["now"][0]) - 60
+    short = rolled(store, ROLLUP_1M)
+    assert before(short, hour0 + HOUR) != before(rollup_expectation(samples, MINUTE), hour0 + HOUR)
+    # the next runs find the write unreadable (the replica's copy waits), and roll nothing new
+    outage.unreadable = written_s
+    assert job.run_once() == 0
+    assert job.run_once() == 0
+    # the replica is back: the write and its marks (from when it was made) are readable
+    outage.comes_back(samples.take(np.flatnonzero(hidden)), written_s)
+    outage.unreadable = None
+    assert job.run_once() >= 1
+    done = watermarks(store)
+    for rollup in ROLLUPS:
+        assert rolled(store, rollup) == before(rollup_expectation(samples, rollup.bucket_ns),
+                                               done[rollup.name])
+    # the stretch is over: the next run rolls nothing again
+    assert job.run_once() == 0
+
+
 def test_samples_later_than_the_limit_stay_raw(store: Store, samples: SampleBatch,
                                                rollup_expectation: Any, hour0: int) -> None:
     t = samples.ts_ns
