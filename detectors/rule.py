@@ -149,6 +149,14 @@ class DeviceVerdict:
     #: whether the switch could be judged (default: when bad or good); judged and neither breaks
     #: the runs
     known: bool | None = None
+    #: bad evaluations in a row needed to fire on this one (default: the rule's ``fire_after``);
+    #: :data:`CONTINUES` for a bad one that may continue a run but never completes it
+    fire_after: int | None = None
+
+
+#: a bad verdict that counts towards a run but cannot end it (a sample that straddles an onset
+#: and shows part of the change)
+CONTINUES = 1 << 30
 
 
 class DeviceRule(Detector, Generic[Opts]):
@@ -211,6 +219,8 @@ class DeviceRule(Detector, Generic[Opts]):
         fired, cleared = self.persistence.step(
             keys, np.array([v.bad for v in verdicts]), np.array([v.good for v in verdicts]),
             np.array([ts for _, _, ts in due], np.int64),
+            fire_after=np.array([self.opts.fire_after if v.fire_after is None else v.fire_after
+                                 for v in verdicts], np.int64),
             known=np.array([bool(v.known) for v in verdicts]))
         fired_set, cleared_set = set(fired.tolist()), set(cleared.tolist())
         firing = self.persistence.is_firing(keys)

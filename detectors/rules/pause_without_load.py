@@ -20,9 +20,12 @@ stands out against its peers. Two signatures, per switch and sample:
 * *unlike*: its pausing averaged over its ports (a misconfigured threshold is crossed on every busy
   port, not only behind the hottest egress) is at least ``peer_factor`` times the median of its
   comparable peers' and at least what healthy bursts cause at its load (``min_share`` at
-  ``burst_load``, 80 %, where burst pauses stop being negligible, scaled as ρ / (1 − ρ)). Burst
-  queues grow as ρ / (1 − ρ) with the load ρ of the egress a PG drains into, so healthy burst
-  pauses rise steeply and monotonically with load: a peer is comparable when its headroom (1 −
+  ``burst_load``, 80 %, where burst pauses stop being negligible). A burst queue at load ρ stands
+  above a depth X a share ρ · exp(−(1 − ρ) X / b) of the time (bursts of mean b: the queue's
+  exponential tail, Kingman's heavy-traffic form), so healthy burst pauses rise steeply and
+  monotonically with the load of the egress a PG drains into (from 0.1 % at 80 % to ~3 % at 90 %
+  and ~6 % at 92 % with X / b fixed by that anchor), and a lowered XOFF (a smaller X) shows most
+  clearly at moderate load: a peer is comparable when its headroom (1 −
   busiest egress utilisation) is at most ``headroom_ratio`` times the switch's own (as loaded, or
   nearly), and it is not saturated itself (a saturated switch is congested by its own load: its PGs
   reflect its standing queues, not bursts). Without such a peer nothing is judged;
@@ -47,6 +50,7 @@ show; fires after ``fire_after`` (2) samples, clears after ``clear_after`` (3).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -208,12 +212,14 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
         return me.spread >= ref, me.spread < ref / 2
 
     def _allowance(self, rho: float) -> float:
-        """The pause share healthy bursts may cause at egress load ``rho``: ``min_share`` at
-        ``burst_load``, scaled by the burst queue's growth ``rho / (1 - rho)``."""
-        def growth(r: float) -> float:
-            r = min(max(r, 0.0), 0.99)
-            return r / (1.0 - r)
-        return self.opts.min_share * growth(rho) / growth(self.opts.burst_load)
+        """The pause share healthy bursts may cause at egress load ``rho``: the share of time a
+        burst queue stands above XOFF, ``rho * exp(-(1 - rho) * XOFF / b)`` for bursts of mean
+        ``b`` (the exponential tail of a queue at load ``rho``), with ``XOFF / b`` such that it
+        is ``min_share`` at ``burst_load``."""
+        o = self.opts
+        depth = math.log(o.burst_load / o.min_share) / (1.0 - o.burst_load)
+        r = min(max(rho, 0.0), 1.0)
+        return r * math.exp(-(1.0 - r) * depth)
 
     def _before_ecn(self, me: _Summary, table: _Role, peers: NDArray[np.bool_],
                     evidence: dict[str, float]) -> tuple[bool, bool]:

@@ -37,7 +37,10 @@ maintenance's (:mod:`pipeline.maintenance`) when the link was drained on purpose
 
 Fires after ``fire_after`` (2) samples — a hash does not flicker, and the learned baseline plus
 saturation and held hosts already rule out noise — and clears after ``clear_after`` (5):
-imbalance is a performance incident and a TE hint, never a drain.
+imbalance is a performance incident and a TE hint, never a drain. A rate sample spans an
+interval, so the one whose interval holds the onset shows only part of the change: a sample with
+half the shift and half the imbalance's excess (the rest as above) counts as the first of the
+run, never as its last; the next full sample completes it.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from pydantic import Field
 from detectors.base import DetectorOptions
 from detectors.features import Frame, col
 from detectors.ports import PortKind
-from detectors.rule import DeviceRule, DeviceVerdict
+from detectors.rule import CONTINUES, DeviceRule, DeviceVerdict
 from detectors.signals import At, pause_share, tx_util
 from pipeline.kinds import UPLINK_IMBALANCE
 from pipeline.topology.model import LEAF, SPINE, Topology
@@ -112,6 +115,11 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         self._groups[did] = (pids.copy(), up, feeding)
         return None if up is None else (up, feeding)
 
+    def _in_run(self, did: int) -> bool:
+        """Whether the switch's last evaluation was bad (only one sample straddles an onset)."""
+        runs = self.persistence.bad_run
+        return did < runs.shape[0] and bool(runs[did] > 0)
+
     def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:
         o = self.opts
         group = self._group(frame, did, at.pids)
@@ -154,7 +162,12 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
                               initial=0.0)
         free = held_cool < o.min_host_pause  # a paused member is cool for what lies beyond it
         uneven = imbalance >= o.min_imbalance and moved and free
-        bad = uneven and ((saturated and hurts) or kept)
+        reason = (saturated and hurts) or kept
+        bad = uneven and reason
+        # the sample whose interval holds the onset shows part of the change: half the shift and
+        # half the imbalance's excess continue a run that a full sample then completes
+        begun = (warm and not moved and not calm and free and reason
+                 and imbalance >= (1 + o.min_imbalance) / 2 and not self._in_run(did))
         good = imbalance < (1 + o.min_imbalance) / 2 or calm or not (saturated or kept)
         # the baseline is the hash's normal: learned while warming up, then followed only while
         # the share stays near it, either way (a collision that does not hurt yet must not become
@@ -164,10 +177,11 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
             self.seen[did] = n + 1
             self.base[did] = top if n == 0 else base + o.baseline_alpha * (top - base)
             self.load[did] = total if n == 0 else load + o.baseline_alpha * (total - load)
-        return DeviceVerdict(bad, good and not bad,
+        return DeviceVerdict(bad or begun, good and not (bad or begun),
                              {"imbalance": imbalance, "hot_util": float(util[hot]),
                               "host_pause": float(held), "cool_paused": float(held_cool),
                               "hot_share": top, "baseline_share": base,
                               "load": total, "baseline_load": load,
                               "members": float(util.size)},
-                             (frame.ports.label(int(at.pids[usable][hot])),), known=True)
+                             (frame.ports.label(int(at.pids[usable][hot])),), known=True,
+                             fire_after=None if bad else CONTINUES)

@@ -149,3 +149,28 @@ def test_a_group_of_wide_members_carrying_a_little_is_judged():
     feed.load(ups[0], 0.28)
     run(chain, feed, 3)
     assert ("ecmp_imbalance", "leaf1") in active(chain)
+
+
+def test_the_sample_that_straddles_the_onset_counts_as_the_first_of_the_run():
+    # a rate sample spans an interval: the one holding the onset shows part of the move (here a
+    # fifth of it), the next the whole; the collision is named on that next sample
+    feed, chain = leaf_loaded(0.2, 0.2, 0.2, 0.2)
+    run(chain, feed, 15)
+    spread(feed, 0.17, 0.17, 0.17, 0.29)
+    run(chain, feed, 1)
+    assert not active(chain)
+    spread(feed, 0.05, 0.05, 0.05, 0.65)
+    run(chain, feed, 1)
+    assert set(active(chain)) == {("uplink_imbalance", "leaf1")}
+
+
+def test_a_part_move_that_stays_is_never_a_collision_nor_completes_one_alone():
+    feed, chain = leaf_loaded(0.2, 0.2, 0.2, 0.2)
+    run(chain, feed, 15)
+    assert quiet_after(chain, feed, 20, 0.17, 0.17, 0.17, 0.29)
+    # after a run of part moves, one full sample is the first of its run, not its last
+    spread(feed, 0.05, 0.05, 0.05, 0.65)
+    run(chain, feed, 1)
+    assert not active(chain)
+    run(chain, feed, 1)
+    assert set(active(chain)) == {("uplink_imbalance", "leaf1")}
