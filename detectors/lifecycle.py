@@ -63,7 +63,9 @@ class AlertBook:
                 self._published_ns[fp] = now_ns
                 self.counts["updated"] += 1
                 out.append(kept)
-        for fp in [fp for fp in self.firing if fp not in seen]:
+        # every fingerprint seen is held now: none went unless the book holds more
+        gone = [fp for fp in self.firing if fp not in seen] if len(self.firing) > len(seen) else []
+        for fp in gone:
             prev = self.firing.pop(fp)
             self._published_ns.pop(fp, None)
             end = max(now_ns, prev.updated_ns)

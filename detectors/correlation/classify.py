@@ -60,10 +60,10 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
     converging = converging_senders(graph, topology)
     # only a port with one of the three signatures can root a finding here
     signed = {port for name in (PFC_WATCHDOG, HOST_SLOW_DRAIN, EGRESS_OVERSUBSCRIBED)
-              for port, _ in graph.named.get(name, ())}
+              for port in graph.symptoms.ports_named(name)}
     for host in topology.hosts_at(signed):
         label = str(host.port)
-        here = graph.symptoms[label]
+        here = graph.symptoms.on(label)
         if not here:
             continue
         by_name = {a.name: a for a in here}
@@ -151,16 +151,16 @@ def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn
     that send more than ``FAIR_SHARE_SLACK`` times that send most of it up into the fabric: they
     are held because their ingress buffers hold a little of P's queue (head-of-line blocking
     under load that fills P from elsewhere), not because they flood P, and do not converge."""
-    flooded_at = {port for port, _ in graph.named.get(EGRESS_OVERSUBSCRIBED, ())}
+    flooded_at = graph.symptoms.ports_named(EGRESS_OVERSUBSCRIBED)
     roots = {str(h.port): h for h in topology.hosts_at(flooded_at)
-             if any(_saturated(a) and not _habitual(a) for a in graph.symptoms[str(h.port)])}
+             if any(_saturated(a) and not _habitual(a) for a in graph.symptoms.on(str(h.port)))}
     out: dict[str, FanIn] = {}
     if not roots:
         return out
     stalled = {p for cycle in _cycles(graph, _held(graph, topology)) for p in cycle}
     held: dict[str, list[tuple[str, float, float, str]]] = {}
-    for host in topology.hosts_at({port for port, _ in graph.named.get(PFC_PAUSING, ())}):
-        pausing = [a for a in graph.symptoms[str(host.port)] if a.name == PFC_PAUSING]
+    for host in topology.hosts_at(graph.symptoms.ports_named(PFC_PAUSING)):
+        pausing = [a for a in graph.symptoms.on(str(host.port)) if a.name == PFC_PAUSING]
         if not pausing:
             continue
         below = graph.descendants(host_node(host.name))
@@ -172,7 +172,7 @@ def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn
             held.setdefault(root, []).append((host.name, sent, line, host.port.device))
     for root, senders in held.items():
         port = roots[root]
-        flooded = [a for a in graph.symptoms[root] if a.name == EGRESS_OVERSUBSCRIBED]
+        flooded = [a for a in graph.symptoms.on(root) if a.name == EGRESS_OVERSUBSCRIBED]
         util = max((a.evidence.get("util", 0.0) for a in flooded), default=0.0)
         capacity = util * port.gbps * 1e9
         local_in = min((a.evidence.get("local_in", math.inf) for a in flooded), default=math.inf)
@@ -192,7 +192,7 @@ def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn
         sent = sum(s[1] for s in conv)
         out[root] = FanIn([s[0] for s in conv], sum(s[2] for s in conv) / max(capacity, 1.0),
                           capacity / max(sent, 1.0))
-    return _one_root_each(out, {root: _congestion(graph.symptoms[root]) for root in out})
+    return _one_root_each(out, {root: _congestion(graph.symptoms.on(root)) for root in out})
 
 
 def _congestion(symptoms: list[Alert]) -> tuple[float, float, float]:
@@ -311,23 +311,29 @@ def _held(graph: PauseGraph, topology: Topology) -> dict[str, Alert]:
     samples are in (one end's telemetry can be late: an SNMP poll that lags, a collector that
     fell behind). A port a paused peer still receives from is not stuck: only its own view
     decides then."""
-    holds, pausing = graph.named.get(PFC_HOLD, ()), graph.named.get(PFC_PAUSING, ())
+    index = graph.symptoms
+    holds, pausing = index.named(PFC_HOLD), index.passing(PFC_PAUSING, _stuck)
     if not holds and not pausing:
         return {}
     # in the order of the graph's ports (its symptoms' first sightings), as the cycles are read
-    rank = {port: i for i, port in enumerate(graph.symptoms)}
+    rank = index.first_seen
     first: dict[str, Alert] = {}
     for port, a in holds:
         first.setdefault(port, a)
-    out = {port: first[port] for port in sorted(first, key=rank.__getitem__)}
-    for label, a in sorted(pausing, key=lambda pa: rank[pa[0]]):
-        if a.evidence.get("pause_share", 0.0) < _STUCK.min_pause_share or \
-                a.evidence.get("inbound", 1.0) >= _STUCK.max_drain:
-            continue
+    out = {port: first[port] for port in sorted(first, key=rank)}
+    for label, a in sorted(pausing, key=lambda pa: rank(pa[0])):
         at = topology.attached(label)
         if at is not None and at.far is not None:  # a fabric link (hosts: from their leaf)
             out.setdefault(at.far_label, a)
     return out
+
+
+def _stuck(alert: Alert) -> bool:
+    """Whether a ``pfc_pausing`` symptom says the port it pauses is stuck (the test of
+    :data:`_STUCK`): the index applies it once per symptom
+    (:meth:`~detectors.correlation.symptom_index.SymptomIndex.passing`)."""
+    return not (alert.evidence.get("pause_share", 0.0) < _STUCK.min_pause_share
+                or alert.evidence.get("inbound", 1.0) >= _STUCK.max_drain)
 
 
 def _cycles(graph: PauseGraph, held: dict[str, Alert]) -> list[set[str]]:

@@ -26,8 +26,8 @@ import numpy as np
 
 from detectors.correlation.classify import deadlock_findings, device_findings, host_findings
 from detectors.correlation.incident import Finding, to_alert
-from detectors.correlation.links import link_findings
-from detectors.correlation.pause_graph import build
+from detectors.correlation.links import LINK_SYMPTOMS, link_findings
+from detectors.correlation.pause_facts import KeptPauseGraph
 from detectors.features import Frame, col
 from detectors.settings import CorrelatorSettings
 from pipeline.kinds import (
@@ -63,6 +63,10 @@ _PRECEDENCE = (PFC_DEADLOCK, PFC_STORM, LINK_DOWN, LINK_FLAP, FAULTY_LINK, BUFFE
 _DEVICE_SYMPTOMS = frozenset({PAUSE_WITHOUT_LOAD, UPLINK_IMBALANCE, BUFFER_CONFIG_DIFF})
 #: symptoms of load rather than of a fault: on their own (no incident explains them) they are info
 _BENIGN_ALONE = frozenset({PFC_PAUSED, PFC_PAUSING}) | CONGESTED_SYMPTOMS
+#: a symptom as restated: itself, how it stands alone ("": benign, at info; None: as it is), how
+#: it stands this step (the fingerprint of the incident that explains it, else as alone), and
+#: the alert published for it
+_Restated = tuple[Alert, str | None, str | None, Alert]
 
 
 class Correlator:
@@ -70,10 +74,10 @@ class Correlator:
         self.topology = topology
         self.settings = settings or CorrelatorSettings()
         self._previous: dict[str, Alert] = {}
-        #: symptom fingerprint → (the symptom, how it was restated, the restated copy): a
-        #: symptom that comes back unchanged is restated by the copy made for it last step
+        #: symptom identity → how it was restated, and the copy published for it: a symptom
+        #: that comes back unchanged is restated by the copy made for it last step
         #: (:meth:`_restated_symptoms`)
-        self._restated: dict[str, tuple[Alert, str, Alert]] = {}
+        self._restated: dict[int, _Restated] = {}
         #: uplink-imbalance symptoms already attributed to another incident
         self._consequences: set[str] = set()
         #: the fabric's sample interval (ns): switches sampled at different moments order two
@@ -84,13 +88,17 @@ class Correlator:
         #: receivers whose incast is named, and since when a weak fan-in has held on others
         self._incasts: set[str] = set()
         self._weak_since: dict[str, int] = {}
+        #: the pause graph, kept from step to step and changed by the facts that changed
+        self._graph: KeptPauseGraph | None = None
 
     def findings(self, symptoms: list[Alert]) -> list[Finding]:
         if self.topology is None:
             return []
-        graph = build(symptoms, self.topology)
-        device_symptoms = [a for a in symptoms if a.name in _DEVICE_SYMPTOMS]
-        found = [*link_findings(symptoms, self.topology),
+        if self._graph is None or self._graph.topology is not self.topology:
+            self._graph = KeptPauseGraph(self.topology)
+        graph = self._graph.step(symptoms)
+        device_symptoms = graph.symptoms.with_names(_DEVICE_SYMPTOMS)
+        found = [*link_findings(graph.symptoms.with_names(LINK_SYMPTOMS), self.topology),
                  *deadlock_findings(graph, self.topology),
                  *host_findings(graph, self.topology),
                  *device_findings(graph, device_symptoms, self.topology)]
@@ -197,7 +205,6 @@ class Correlator:
         (:mod:`detectors.partition`)."""
         self._skew_ns, self._now_ns = interval_ns, now
         found = self.findings(symptoms)
-        fps = [s.fingerprint for s in symptoms]
         at = _where(symptoms) if found else {}
         owner: dict[str, Alert] = {}  # symptom fingerprint → the incident that explains it
         incidents: list[Alert] = []
@@ -205,7 +212,8 @@ class Correlator:
             hits: set[int] = set()
             for key in finding.explains_at:
                 hits.update(at.get(key, ()))
-            explained = [symptoms[i] for i in sorted(hits) if fps[i] not in owner]
+            explained = [symptoms[i] for i in sorted(hits)
+                         if symptoms[i].fingerprint not in owner]
             incident = to_alert(finding, explained, now)
             incidents.append(incident)
             for s in explained:
@@ -213,37 +221,34 @@ class Correlator:
         out = list(incidents)
         out.extend(self._demoted(incidents, now))
         if self.settings.publish_symptoms:
-            out.extend(self._restated_symptoms(symptoms, fps, owner))
+            out.extend(self._restated_symptoms(symptoms, owner))
         self._previous = {a.fingerprint: a for a in incidents}
         return out
 
-    def _restated_symptoms(self, symptoms: list[Alert], fps: list[str],
-                           owner: dict[str, Alert]) -> list[Alert]:
+    def _restated_symptoms(self, symptoms: list[Alert], owner: dict[str, Alert]) -> list[Alert]:
         """Each symptom as published: inhibited by the incident that explains it (``owner``, by
         fingerprint), at ``info`` when it is benign and nothing explains it, else as it is. A
         symptom that comes back as the very same object (alerts are frozen), restated the same
         way, is published as the copy made for it last step: a storm's thousands of inhibited
-        symptoms otherwise cost a copy each, every step."""
+        symptoms otherwise cost a copy each, every step; and while no incident explains anything,
+        a symptom seen last step is not read at all (how it stands alone is kept with it)."""
         last = self._restated
-        #: symptom fingerprint → (the symptom, the incident inhibiting it or "" when benign,
-        #: the restated copy)
-        restated: dict[str, tuple[Alert, str, Alert]] = {}
+        restated: dict[int, _Restated] = {}
         out: list[Alert] = []
-        for s, fp in zip(symptoms, fps, strict=True):
-            cause = owner.get(fp)
-            if cause is not None:
-                how = cause.fingerprint
-            elif s.name in _BENIGN_ALONE:
-                how = ""
-            else:
-                out.append(s)
-                continue
-            hit = last.get(fp)
-            if hit is None or hit[0] is not s or hit[1] != how:
-                hit = (s, how, s.replace(inhibited_by=how) if how
+        for s in symptoms:
+            key = id(s)
+            hit = last.get(key)  # the same object: ``last`` keeps it alive, so its id is its own
+            alone = ("" if s.name in _BENIGN_ALONE else None) if hit is None else hit[1]
+            how = alone
+            if owner:
+                cause = owner.get(s.fingerprint)
+                if cause is not None:
+                    how = cause.fingerprint
+            if hit is None or hit[2] != how:
+                hit = (s, alone, how, s if how is None else s.replace(inhibited_by=how) if how
                        else s.replace(severity=Severity.INFO))
-            restated[fp] = hit
-            out.append(hit[2])
+            restated[key] = hit
+            out.append(hit[3])
         self._restated = restated
         return out
 

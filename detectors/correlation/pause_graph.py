@@ -17,6 +17,9 @@ The roots are nodes that wait for no one. A strongly connected set of ports is a
 dependency: a PFC deadlock (Hu et al., HotNets'16) when its ports are stuck. Up-down routing
 cannot close such a cycle (no packet turns back down and up again), so in a healthy Clos one only
 appears through bounce paths after failures or misrouting.
+
+This module holds the graph and its walks; what each symptom states, and the graph built from it
+(once, or kept from step to step), is :mod:`detectors.correlation.pause_facts`.
 """
 
 from __future__ import annotations
@@ -24,23 +27,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
-from pipeline.kinds import (
-    CONGESTED_SYMPTOMS,
-    EGRESS_OVERSUBSCRIBED,
-    HOST_SLOW_DRAIN,
-    PAUSED_SYMPTOMS,
-    PFC_PAUSING,
-)
-from pipeline.model import Alert
+from detectors.correlation.symptom_index import SymptomIndex
+from pipeline.kinds import HOST_SLOW_DRAIN, PAUSED_SYMPTOMS, PFC_PAUSING
 from pipeline.topology.model import Topology
 
 #: a port with a standing queue that sends less than this share of line rate is held back by its
 #: peer, whatever its pause counters say: on a lossless priority nothing else idles a backlog
 HELD_UTIL = 0.5
 #: symptoms that say a port is held back by its peer (a host that drains slowly holds its port)
-_HELD_SYMPTOMS = PAUSED_SYMPTOMS | {HOST_SLOW_DRAIN}
+HELD_SYMPTOMS = PAUSED_SYMPTOMS | {HOST_SLOW_DRAIN}
 
 
 def host_node(name: str) -> str:
@@ -63,12 +59,10 @@ class PauseGraph:
 
     #: edges named one by one (to a host, to a switch as a whole, a saturated link's last hop)
     direct: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    #: node → the symptoms observed on it (ports only)
-    symptoms: dict[str, list[Alert]] = field(default_factory=lambda: defaultdict(list))
-    #: symptom name → (port, symptom) of every symptom of that name, in the order symptoms
-    #: came: the classifiers look for a few names among thousands of symptoms
-    named: dict[str, list[tuple[str, Alert]]] = field(
-        default_factory=lambda: defaultdict(list))
+    #: the symptoms the graph is made of, by port and by name, in the order they came
+    #: (``symptoms.on(port)``, ``symptoms.named(name)``): the classifiers look for a few names
+    #: among thousands of symptoms
+    symptoms: SymptomIndex = field(default_factory=SymptomIndex)
     #: switch → its egress ports that are held back (paused, seen from either end, or congested)
     blocked_at: dict[str, set[str]] = field(default_factory=dict)
     #: waiter → the (switch, pausing port) it waits behind: it waits on every blocked egress of
@@ -92,7 +86,8 @@ class PauseGraph:
 
     def wait_behind(self, waiter: str, device: str, pauser: str) -> None:
         """``waiter`` waits on every blocked egress of ``device`` but ``pauser`` (which must
-        leave at least one: else it waits on the device as a whole, :func:`build`)."""
+        leave at least one: else it waits on the device as a whole,
+        :mod:`detectors.correlation.pause_facts`)."""
         self.behind[waiter].add((device, pauser))
         self.waiting_at[device][pauser].add(waiter)
 
@@ -208,7 +203,7 @@ class PauseGraph:
                 continue
             at = topology.attached(label)
             if at is not None and at.far is not None and any(
-                    a.name == PFC_PAUSING for a in self.symptoms.get(at.far_label, ())):
+                    a.name == PFC_PAUSING for a in self.symptoms.on(at.far_label)):
                 out.add(at.far_label)
         return out
 
@@ -264,121 +259,3 @@ def strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
                         break
                 out.append(comp)
     return out
-
-
-class _End(NamedTuple):
-    """What a switch port label is plugged into, as :func:`build` reads it."""
-
-    device: str  # the port's own switch
-    far: str | None  # the port at the link's other end (None: a host port)
-    far_device: str | None
-    host: str | None  # the host's node, on a host port
-
-
-#: topology (by identity) → label → :class:`_End`, and the leaves as a set: the pause graph is
-#: rebuilt every step from thousands of symptoms, and each reads its port's far end
-_ENDS: dict[int, tuple[Topology, dict[str, _End], frozenset[str]]] = {}
-
-
-def _ends(topology: Topology) -> tuple[dict[str, _End], frozenset[str]]:
-    """Every switch port's :class:`_End` (as :meth:`Topology.attached` says), once per
-    topology."""
-    hit = _ENDS.get(id(topology))
-    if hit is not None and hit[0] is topology:
-        return hit[1], hit[2]
-    ends: dict[str, _End] = {}
-    for link in topology.links:
-        a, b = link.a, link.b
-        ends[str(a)] = _End(a.device, str(b), b.device, None)
-        ends[str(b)] = _End(b.device, str(a), a.device, None)
-    for host in topology.hosts:
-        ends[str(host.port)] = _End(host.port.device, None, None, host_node(host.name))
-    if len(_ENDS) >= 4:
-        _ENDS.clear()
-    leaves = frozenset(topology.leaves)
-    _ENDS[id(topology)] = (topology, ends, leaves)
-    return ends, leaves
-
-
-def build(symptoms: Iterable[Alert], topology: Topology) -> PauseGraph:
-    """The wait-for graph of the current pause and congestion symptoms, in one pass over them
-    and one over the pause facts they name."""
-    graph = PauseGraph()
-    ends, leaves = _ends(topology)
-    by_port, named = graph.symptoms, graph.named
-    congested: set[str] = set()  # standing queues that drain (at or near line rate)
-    blocked: dict[str, set[str]] = defaultdict(set)  # device → ports whose egress is held back
-    # each pause fact by the port that sends the pause → its waiter, whatever is at the other
-    # end of that port's link: a paused port and its peer's pausing name one fact, kept once
-    waiter_of: dict[str, str] = {}
-    for alert in symptoms:
-        if not alert.ports:
-            continue
-        port = alert.ports[0]
-        name = alert.name
-        by_port[port].append(alert)
-        named[name].append((port, alert))
-        if name == PFC_PAUSING:
-            end = ends.get(port)
-            if end is None:
-                continue
-            if end.far is not None and end.far_device is not None:
-                # a pause edge is one fact seen from two ends: the port a switch pauses is
-                # paused, and its egress blocked, whether or not its own counters crossed the
-                # threshold (dialects differ: one end may time the pause while the other only
-                # counts frames)
-                blocked[end.far_device].add(end.far)
-                waiter_of[port] = end.far
-            elif end.host is not None:
-                waiter_of[port] = end.host
-            continue
-        if name in _HELD_SYMPTOMS:
-            held = True
-        elif name in CONGESTED_SYMPTOMS:
-            # a standing queue that does not drain is being held back, as a paused port is
-            held = alert.evidence.get("util", 1.0) < HELD_UTIL
-        else:
-            continue
-        blocked[port.partition(":")[0]].add(port)
-        if not held:
-            congested.add(port)
-            continue
-        end = ends.get(port)
-        if end is None:
-            continue
-        if end.far is not None:
-            waiter_of[end.far] = port
-        elif end.host is not None:
-            graph.add(port, end.host)
-    graph.blocked_at = dict(blocked)
-    for pauser, waiter in waiter_of.items():
-        # the waiter waits on every other blocked port of the pauser's switch, else on the
-        # switch as a whole
-        device = ends[pauser].device
-        targets = blocked.get(device)
-        if targets and (len(targets) > 1 or pauser not in targets):
-            graph.wait_behind(waiter, device, pauser)
-        else:
-            graph.add(waiter, device_node(device))
-    _last_hop(graph, congested, ends, leaves, topology)
-    return graph
-
-
-def _last_hop(graph: PauseGraph, congested: set[str], ends: dict[str, _End],
-              leaves: frozenset[str], topology: Topology) -> None:
-    """A link into a leaf that is saturated by its own load (not paused) carries only traffic
-    for that leaf's hosts: every byte of its queue leaves through one of the leaf's host ports.
-    Where some of those ports are oversubscribed too, the demand converging on them is what fills
-    the link (an incast whose senders' paths meet one hop early, on the spine's downlink), so the
-    link waits for them."""
-    if not congested:
-        return
-    oversubscribed = {port for port, _ in graph.named.get(EGRESS_OVERSUBSCRIBED, ())}
-    if not oversubscribed:
-        return
-    for label in congested:
-        end = ends.get(label)
-        if end is None or end.far_device is None or end.far_device not in leaves:
-            continue
-        for port in oversubscribed.intersection(topology.host_labels(end.far_device)):
-            graph.add(label, port)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from detectors.correlation.correlator import Correlator
-from detectors.correlation.pause_graph import build, host_node
+from detectors.correlation.pause_facts import build
+from detectors.correlation.pause_graph import host_node
 from detectors.features import FeatureTable, Frame, col
 from detectors.ports import PortIndex
 from detectors.series import SeriesIndex

@@ -1,8 +1,9 @@
 """:func:`build` (one pass over the symptoms, each pause fact taken once by the port that sends
 the pause, far ends read from a table made once per topology) gives the graph its definition
 spells out edge by edge, on random symptom sets of a three-tier fabric; and the classifiers'
-reads of it by symptom name (:attr:`PauseGraph.named`) find what a scan of every symptom finds,
-in the same order."""
+reads of its symptoms by port and by name
+(:class:`~detectors.correlation.symptom_index.SymptomIndex`) find what a scan of every symptom
+finds, in the same order."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import random
 from collections import defaultdict
 
 from detectors.correlation.classify import _held
-from detectors.correlation.pause_graph import HELD_UTIL, PauseGraph, build, device_node, host_node
+from detectors.correlation.pause_facts import build
+from detectors.correlation.pause_graph import HELD_UTIL, device_node, host_node
 from detectors.rules.pfc_hold import PfcHoldOptions
 from pipeline.kinds import (
     CONGESTED_SYMPTOMS,
@@ -81,12 +83,22 @@ def spelt_out(symptoms: list[Alert], topo: Topology) -> tuple[dict[str, set[str]
             {d: ports for d, ports in blocked.items()})
 
 
-def held_by_scan(graph: PauseGraph, topo: Topology) -> dict[str, Alert]:
-    """:func:`classify._held` as a scan of every symptom of the graph."""
+def by_port(symptoms: list[Alert]) -> dict[str, list[Alert]]:
+    """Port → its symptoms, ports in the order first seen, symptoms in the order they came."""
+    out: dict[str, list[Alert]] = defaultdict(list)
+    for a in symptoms:
+        if a.ports:
+            out[a.ports[0]].append(a)
+    return out
+
+
+def held_by_scan(symptoms: list[Alert], topo: Topology) -> dict[str, Alert]:
+    """:func:`classify._held` as a scan of every symptom."""
     stuck = PfcHoldOptions()
+    ports = by_port(symptoms)
     out = {port: next(a for a in alerts if a.name == PFC_HOLD)
-           for port, alerts in graph.symptoms.items() if any(a.name == PFC_HOLD for a in alerts)}
-    for label, alerts in graph.symptoms.items():
+           for port, alerts in ports.items() if any(a.name == PFC_HOLD for a in alerts)}
+    for label, alerts in ports.items():
         for a in alerts:
             if a.name != PFC_PAUSING or a.evidence.get("pause_share", 0.0) < \
                     stuck.min_pause_share or a.evidence.get("inbound", 1.0) >= stuck.max_drain:
@@ -118,10 +130,14 @@ def test_build_gives_the_graph_its_definition_spells_out() -> None:
         edges, blocked = spelt_out(symptoms, TOPO)
         assert graph.edges == edges
         assert graph.blocked_at == blocked
-        assert list(graph.symptoms) == list(dict.fromkeys(a.ports[0] for a in symptoms
-                                                          if a.ports))
-        for name, seen in graph.named.items():
-            assert seen == [(a.ports[0], a) for a in symptoms if a.ports and a.name == name]
+        ports = by_port(symptoms)
+        assert sorted(ports, key=graph.symptoms.first_seen) == list(ports)
+        for port, alerts in ports.items():
+            assert graph.symptoms.on(port) == alerts
+        for name in {a.name for a in symptoms}:
+            assert graph.symptoms.named(name) == [(a.ports[0], a) for a in symptoms
+                                                  if a.ports and a.name == name]
+            assert graph.symptoms.with_names([name]) == [a for a in symptoms if a.name == name]
         busy += bool(graph.behind)
     assert busy > 150
 
@@ -130,8 +146,9 @@ def test_held_ports_are_those_a_scan_of_every_symptom_finds_in_its_order() -> No
     rng = random.Random(7)
     found = 0
     for _ in range(200):
-        graph = build(with_repeats(rng, rng.randint(1, 120)), TOPO)
-        want = held_by_scan(graph, TOPO)
+        symptoms = with_repeats(rng, rng.randint(1, 120))
+        graph = build(symptoms, TOPO)
+        want = held_by_scan(symptoms, TOPO)
         got = _held(graph, TOPO)
         assert list(got.items()) == list(want.items())
         found += len(got) > 2

@@ -9,7 +9,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from detectors.correlation.pause_graph import PauseGraph, build, strongly_connected
+from detectors.correlation.pause_facts import build
+from detectors.correlation.pause_graph import PauseGraph, strongly_connected
 from pipeline.model import Alert
 from pipeline.topology.model import Topology
 from pipeline.topology.shape import FabricShape
