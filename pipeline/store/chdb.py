@@ -3,7 +3,8 @@
 chDB allows one process per data directory and one directory per process, so this store is owned
 by the process that runs ingest and the API; everything else reads through the API. Inserts hand
 chDB an Arrow table whose string columns are dictionary arrays built straight from the batch's
-vocabularies (no per-row strings are made in Python), then mark the batch's minute buckets for
+vocabularies (no per-row strings are made in Python), as an Arrow stream under a plain ``INSERT``
+(the engine reads it without calling back into Python), then mark the batch's minute buckets for
 the rollup job (:mod:`pipeline.store.rollup.sql`).
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.ipc
 
 from pipeline.config import StoreSettings
 from pipeline.errors import StoreError
@@ -91,7 +93,7 @@ class ChdbStore:
     def insert_samples(self, batch: SampleBatch, event_ns: int | None = None) -> int:
         if not len(batch):
             return 0
-        rw_samples = pa.table({
+        rows = pa.table({
             "ts": pa.array(batch.ts_ns, type=pa.int64()).cast(_TS),
             "device": pa.DictionaryArray.from_arrays(batch.device, pa.array(batch.devices)),
             "port": pa.DictionaryArray.from_arrays(batch.port, pa.array(batch.ports)),
@@ -99,22 +101,27 @@ class ChdbStore:
                                                      _METRIC_NAMES),
             "qual": batch.qual, "value": batch.value, "flags": batch.flags,
         })
-        # INSERT ... SELECT is deduplicated only under an explicit token: the batch's content hash
-        self._insert_arrow("samples", rw_samples, token=batch_token(batch))
+        # a retry or redelivery of the same batch is dropped by its content hash
+        self._insert_arrow("samples", rows, token=batch_token(batch))
         marks = bucket_marks(batch, event_ns) if self.settings.rollups else None
         if marks is not None:  # after the samples: a mark stands for rows already stored
             self.execute(f"{marks_insert(self.dialect, self.database)} {marks_values(marks)}")
         return len(batch)
 
-    def _insert_arrow(self, table: str, rw_rows: pa.Table, token: str = "") -> None:
-        # chDB resolves Python(rw_rows) by looking the name up in this frame.
-        cols = ", ".join(rw_rows.column_names)
+    def _insert_arrow(self, table: str, rows: pa.Table, token: str = "") -> None:
+        # A plain INSERT fed the table as an Arrow stream: the engine reads the columns (the
+        # dictionaries straight into LowCardinality) without calling back into Python, as
+        # ``INSERT ... SELECT FROM Python(...)`` does; and, being an INSERT of data, it is
+        # deduplicated like one (by the token when given, else by the block's content).
+        cols = ", ".join(rows.column_names)
         settings = f" SETTINGS insert_deduplication_token = '{token}'" if token else ""
-        sql = (f"INSERT INTO {self.database}.{table} ({cols}){settings} "
-               f"SELECT {cols} FROM Python(rw_rows)")
+        data = _arrow_stream(rows)
         try:
-            with self._lock:
-                self._conn.query(sql)
+            with self._lock, self._conn.send_insert(
+                    f"INSERT INTO {self.database}.{table} ({cols}){settings}",
+                    "ArrowStream") as inserter:
+                inserter.append(data)
+                inserter.finish()
         except RuntimeError as exc:
             raise StoreError(f"chDB insert into {table}: {exc}".strip()) from exc
 
@@ -145,6 +152,15 @@ class ChdbStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _arrow_stream(rows: pa.Table) -> bytes:
+    """A table in the Arrow IPC stream format (what ``FORMAT ArrowStream`` reads)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write_table(rows)
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def _to_numpy(column: pa.ChunkedArray) -> np.ndarray[Any, Any]:

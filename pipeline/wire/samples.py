@@ -24,8 +24,7 @@ A name that holds a NUL (the separator) or a lone surrogate (which UTF-8 cannot 
 with U+FFFD in their place, so no row changes device or port. Version 1 is the same without any
 padding (columns right after the vocabularies); it is still
 decoded. Decoding copies nothing but the vocabulary: columns are numpy views over the message
-bytes, aligned for version 2 (a misaligned view is slower to read and makes Arrow warn, and copy,
-when chDB takes it).
+bytes, aligned for version 2 (a misaligned view is slower to read).
 
 The rows are the message's items (:mod:`pipeline.wire.items`): bytes that do not hold a batch
 (a tombstone, a short or long message, a wrong magic, an unknown version, non-zero padding,

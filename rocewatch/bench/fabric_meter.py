@@ -59,7 +59,8 @@ def owner(name: str, comm: str) -> str:
     return "unnamed"
 
 
-def _read_task(tid: str) -> tuple[str, float] | None:
+def task_cpu(tid: str) -> tuple[str, float] | None:
+    """A thread of this process: its OS name and CPU seconds (None once it has ended)."""
     try:
         with open(f"/proc/self/task/{tid}/comm") as f:
             comm = f.read().strip()
@@ -95,7 +96,7 @@ class ThreadCpu:
         names = {t.native_id: t.name for t in threading.enumerate() if t.native_id}
         out: dict[int, tuple[str, float]] = {}
         for tid in os.listdir("/proc/self/task"):
-            got = _read_task(tid)
+            got = task_cpu(tid)
             if got is not None:
                 comm, cpu = got
                 out[int(tid)] = (owner(names.get(int(tid), ""), comm), cpu)
