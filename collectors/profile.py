@@ -81,8 +81,10 @@ class LldpSource(Strict):
     #: ``openconfig``: /lldp (OpenConfig, Arista EOS); ``sonic``: APPL_DB's LLDP tables;
     #: ``none``: not read
     dialect: Literal["openconfig", "sonic", "none"] = "openconfig"
-    #: ``get``: a Get per LLDP interval; ``once``: a ONCE subscription (targets without Get)
-    rpc: Literal["get", "once"] = "get"
+    #: ``on_change``: a STREAM ON_CHANGE subscription, a report when the table changes (the
+    #: default); ``get``: a Get per LLDP interval; ``once``: a ONCE subscription per LLDP
+    #: interval (targets with neither ON_CHANGE for LLDP nor Get)
+    rpc: Literal["on_change", "get", "once"] = "on_change"
 
 
 class GnmiProfile(Strict):

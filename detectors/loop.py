@@ -163,9 +163,10 @@ class Engine:
             self.maintenance.commit()
 
     def watch_topology(self) -> None:
-        """The devices' latest LLDP reports into the topology watch; its incidents published
-        before the reports are committed. Unreadable reports are ingest's to park; they are
-        only counted here."""
+        """The devices' latest LLDP reports into the topology watch, with the samples' event
+        time (a streamed table's change is confirmed by time passing, whether or not reports
+        come: :mod:`detectors.topology`); its incidents published before the reports are
+        committed. Unreadable reports are ingest's to park; they are only counted here."""
         if self.neighbors is None:
             return
         msgs = self.neighbors.poll(timeout_s=0.0, max_records=2000)
@@ -175,10 +176,14 @@ class Engine:
                 reports.extend(decode_reports(msg.value).items)
             except DecodeError:
                 self.stats.undecodable += 1
-        if reports:
-            self.publish(self.topology.observe(reports), key=b"detect")
+        if reports or self.topology.latest:
+            self.publish(self.topology.observe(reports, *self.event_time()), key=b"detect")
         if msgs:
             self.neighbors.commit()
+
+    def event_time(self) -> tuple[int, int]:
+        """The samples' event time and sample interval, in ns (0: not known yet)."""
+        return self.chain.now_ns, self.chain.interval_ns
 
     def publish(self, changes: list[Alert], key: bytes | None = None) -> None:
         if not changes:

@@ -11,18 +11,33 @@ comma-joined), labelled with what kind of mismatch it is (``miswired``, ``missin
 annotations. A miswire is critical (routing, TE and fault isolation all work from the declared
 map); the others warn.
 
-Evidence before firing: a mismatch fires once a report newer than the one that first showed it,
-from a device of the mismatch, still shows it (a link that changes state between two devices'
-polls is not a miswire); it resolves on the first evaluation that no longer shows it. The
-evidence is counted per link, whatever the mismatch is called meanwhile: a neighbour dropped at
-both ends is ``one_sided`` once the first end's report shows it and ``missing`` once the other
-end's does, and that second report, newer and from the other device, is the confirmation (it
-does not start the wait again: a drop shorter than two reads of one device would never fire).
-Time is
-event time, the reports' own. The comparison runs at most every ``every_s`` of event time (its
-cost is linear in the fabric's ports), and only when some device's latest report says something
-its last one did not: most reports restate the same table at a new time, and the comparison of
-the same tables is the same (it reads no time).
+Evidence before firing is persistence in time: a mismatch fires once the reports that show it
+have shown it for ``hold_intervals`` sample intervals of event time (two by default); it resolves
+on the first comparison that no longer shows it. How long a report's table holds depends on how
+it was read (:attr:`~pipeline.topology.neighbors.NeighborReport.streamed`):
+
+* a report from an ON_CHANGE stream holds until the device's next report (the stream sends every
+  change as it happens), so it shows the mismatch up to the watch's event time, which the
+  samples move on (:meth:`TopologyWatch.observe`'s ``now_ns``): a drop streamed at T fires at
+  the first evaluation at or after T + hold, within three intervals;
+* a periodic report (a Get, a ONCE subscription, an SNMP walk) is a snapshot at its time only,
+  so the evidence is a later report of a device that still shows it, at least the hold after
+  the first: the second LLDP read at the latest (an SNMP-only link: within two LLDP intervals).
+
+The hold is the physics of an LLDP flap: a port that comes up shows its neighbour once the first
+LLDPDU arrives, which 802.1AB's fast start sends within a second (txFast), so a link that
+returns shows "up, nothing seen" for a second or so; a blip shorter than the hold, or a one-read
+blip of a polled device, never pages. The evidence is counted per link, whatever the mismatch is
+called meanwhile (a neighbour dropped at both ends is ``one_sided`` once the first end's report
+shows it and ``missing`` once the other end's does; that does not start the wait again), and
+only from the devices that show it (:attr:`~pipeline.topology.drift.Mismatch.shown_by`: a
+streamed device whose table is right is no evidence for the other end's snapshot).
+
+Time is event time, the reports' own and the samples'. The comparison runs only when some
+device's latest report says something its last one did not (most periodic reports restate the
+same table at a new time, and the comparison of the same tables is the same: it reads no time),
+at most every ``every_s`` of event time (its cost is linear in the fabric's ports); while a
+change waits for its comparison, nothing new fires (the change may be the one that clears it).
 """
 
 from __future__ import annotations
@@ -40,19 +55,27 @@ from pipeline.topology.neighbors import NeighborReport
 
 #: who speaks on the alerts topic for the topology
 SOURCE = "topology"
+#: sample intervals a mismatch must hold before it fires (see the module docstring)
+HOLD_INTERVALS = 2.0
+#: the interval the hold is counted in before the samples say theirs
+DEFAULT_INTERVAL_NS = 1_000_000_000
 
 
 class TopologyWatch:
-    def __init__(self, declared: Topology | None, every_s: float = 10.0,
-                 update_every_s: float = 10.0, hints: Hints | None = None) -> None:
+    def __init__(self, declared: Topology | None, every_s: float = 1.0,
+                 update_every_s: float = 10.0, hints: Hints | None = None,
+                 hold_intervals: float = HOLD_INTERVALS) -> None:
         self.declared = declared
         self.every_ns = int(every_s * 1e9)
         self.hints = hints or Hints()
         self.book = AlertBook(update_every_s)
+        self.hold_intervals = hold_intervals
+        #: the sample interval the hold is counted in (the samples' own, once known)
+        self.interval_ns = DEFAULT_INTERVAL_NS
         self.latest: dict[str, NeighborReport] = {}
         self.now_ns = 0
-        self._judged_ns = -1
-        #: mismatched link(s) -> the newest report it was first seen in (whatever its kind)
+        self._compared_ns = -1
+        #: mismatched link(s) -> when it was first shown (its witnesses' newest report then)
         self._first: dict[str, int] = {}
         self.mismatches: list[Mismatch] = []
         self.evaluations = 0
@@ -60,37 +83,51 @@ class TopologyWatch:
         self.comparisons = 0
         self._changed = True  # a latest report says what the one before it did not
 
-    def observe(self, reports: Iterable[NeighborReport]) -> list[Alert]:
-        """Take reports; returns the alert state changes (firing, updated, resolved)."""
+    @property
+    def hold_ns(self) -> int:
+        return int(self.hold_intervals * self.interval_ns)
+
+    def observe(self, reports: Iterable[NeighborReport], now_ns: int = 0,
+                interval_ns: int = 0) -> list[Alert]:
+        """Take reports, and the event time and sample interval the samples say (0: unknown);
+        returns the alert state changes (firing, updated, resolved)."""
         for r in reports:
             have = self.latest.get(r.device)
             if have is None or r.ts_ns >= have.ts_ns:
                 self.latest[r.device] = r
                 self._changed = self._changed or have is None or _says_other(have, r)
             self.now_ns = max(self.now_ns, r.ts_ns)
+        self.now_ns = max(self.now_ns, now_ns)
+        if interval_ns > 0:
+            self.interval_ns = interval_ns
         if self.declared is None or not self.latest:
             return []
-        if self._judged_ns >= 0 and self.now_ns - self._judged_ns < self.every_ns:
-            return []
-        self._judged_ns = self.now_ns
-        self.evaluations += 1
-        if self._changed:
+        if self._changed and (self._compared_ns < 0
+                              or self.now_ns - self._compared_ns >= self.every_ns):
             self.mismatches = compare(self.declared, resolve(self.latest.values()))
             self.comparisons += 1
+            self._compared_ns = self.now_ns
             self._changed = False
-        current = []
-        seen: set[str] = set()
-        for m in self.mismatches:
-            seen.add(m.entity)
-            newest = max((self.latest[p.device].ts_ns for p in _devices(m)
-                          if p.device in self.latest), default=self.now_ns)
-            first = self._first.setdefault(m.entity, newest)
-            if newest > first or (m.kind, m.entity) in self._firing:
-                current.append(self._alert(m))
-        for key in [k for k in self._first if k not in seen]:
-            del self._first[key]
-        changes = self.book.reconcile(current, self.now_ns)
-        return changes
+            shown = {m.entity for m in self.mismatches}
+            for key in [k for k in self._first if k not in shown]:
+                del self._first[key]
+            for m in self.mismatches:
+                self._first.setdefault(m.entity, self._shown_until(m, streamed_now=False))
+        self.evaluations += 1
+        firing = self._firing
+        current = [self._alert(m) for m in self.mismatches
+                   if (m.kind, m.entity) in firing or (not self._changed and self._held(m))]
+        return self.book.reconcile(current, self.now_ns)
+
+    def _shown_until(self, m: Mismatch, streamed_now: bool = True) -> int:
+        """Until when the devices that show ``m`` are known to show it: a streamed table up to
+        now, a snapshot at its time."""
+        until = [self.now_ns if streamed_now and r.streamed else r.ts_ns
+                 for r in (self.latest.get(d) for d in _witnesses(m)) if r is not None]
+        return max(until, default=self.now_ns)
+
+    def _held(self, m: Mismatch) -> bool:
+        return self._shown_until(m) - self._first[m.entity] >= self.hold_ns
 
     @property
     def _firing(self) -> set[tuple[str, str]]:
@@ -124,5 +161,6 @@ def _says_other(a: NeighborReport, b: NeighborReport) -> bool:
     return any(v != getattr(b, k) for k, v in a.__dict__.items() if k != "ts_ns")
 
 
-def _devices(m: Mismatch) -> list[Port]:
-    return [Port.parse(p) for p in m.ports]
+def _witnesses(m: Mismatch) -> list[str]:
+    """The devices whose reports show ``m`` (every device of its ports when it does not say)."""
+    return list(m.shown_by) or sorted({Port.parse(p).device for p in m.ports})

@@ -32,7 +32,7 @@ from collectors.base import Collector, CollectorOptions, Emit, load_targets, sum
 from collectors.clocks import HOLD_MIN_S, DeviceClock, FabricClock
 from collectors.gnmi.connects import ConnectGate
 from collectors.gnmi.decode import GnmiDecoder
-from collectors.gnmi.lldp import LldpReaders
+from collectors.gnmi.lldp_readers import LldpReaders
 from collectors.gnmi.mapping import PathMapper
 from collectors.gnmi.scan import warm
 from collectors.gnmi.session import GnmiSession, SessionOptions
@@ -63,6 +63,9 @@ class GnmiOptions(CollectorOptions):
     max_connecting: int = Field(64, ge=1)
     #: decoded rows a target may hold before its session stops reading (bounded memory)
     max_buffered_samples: int = Field(200_000, ge=1000)
+    #: LLDP changes a target streams (ON_CHANGE) within this many of its seconds go out as one
+    #: report
+    lldp_coalesce_s: float = Field(0.5, ge=0, le=10)
 
 
 class _Target:
@@ -117,7 +120,8 @@ class GnmiCollector(Collector):
         warm()
         self.lldp = LldpReaders([(t.session.target, t.session.profile)
                                  for t in self.targets.values()], env,
-                                options.lldp_interval_s, self.gate)
+                                options.lldp_interval_s, self.gate,
+                                coalesce_s=options.lldp_coalesce_s)
 
     # -- the loop ------------------------------------------------------------------------------
 

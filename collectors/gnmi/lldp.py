@@ -1,5 +1,6 @@
-"""LLDP neighbours over gNMI: one Get every LLDP interval (or a ONCE subscription on targets that
-serve no Get), decoded into a :class:`~pipeline.topology.neighbors.NeighborReport`.
+"""LLDP neighbours over gNMI: what is asked for, one read (a Get, or a ONCE subscription on
+targets that serve no Get), and how notifications decode into a
+:class:`~pipeline.topology.neighbors.NeighborReport`.
 
 What is read, by the profile's ``lldp.dialect`` (``docs/telemetry-dialects.md``, "LLDP"):
 
@@ -16,40 +17,29 @@ What is read, by the profile's ``lldp.dialect`` (``docs/telemetry-dialects.md``,
   Mb/s, and ``alias``: the port id a SONiC switch sends).
 
 The report is stamped with the notifications' own timestamps (the device's clock), else with
-the collector's. :class:`LldpReaders` runs one reader coroutine per target on the gNMI
-collector's event loop, each with a channel of its own opened through the collector's connect
-gate, spread over the interval by a hash of the target's name.
-
-A switch's LLDP table and port states rarely change between two reads, and decoding a reply
-(hundreds of leaves, a JSON value each) cost a collector more than streaming its counters. A
-reader keeps a digest of its last reply's content (the notifications with their timestamps
-cleared, serialized deterministically): a reply with the same digest is the same report at the new
-time, and only a reply that differs is decoded. A digest that differs for another reason (a
-target that orders its updates differently) only costs a decode.
+the collector's. The running collector's readers (periodic, or an ON_CHANGE stream) are in
+:mod:`collectors.gnmi.lldp_readers` and :mod:`collectors.gnmi.lldp_stream`; they decode through
+:func:`report_of`, one table's leaves into one report.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
-import math
 import re
 import time
-import zlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import grpc
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
-from collectors.gnmi.channel import metadata, open_channel
-from collectors.gnmi.connects import ConnectGate
+from collectors.gnmi.channel import metadata
 from collectors.gnmi.subscription import ENCODINGS, parse_path
 from collectors.profile import GnmiProfile
 from pipeline.errors import CollectorError
-from pipeline.inventory import Target, resolve_secrets
+from pipeline.inventory import Target
 from pipeline.topology.neighbors import (
     LocalPort,
     NeighborReport,
@@ -76,7 +66,9 @@ OC_PATHS = (*(f"/lldp/state/{leaf}" for leaf in ("chassis-id", "chassis-id-type"
             "/interfaces/interface[name=*]/ethernet/state/port-speed")
 SONIC_PATHS = ("LLDP_ENTRY_TABLE/*", "LLDP_LOC_CHASSIS", "PORT_TABLE/*")
 _SPEED = re.compile(r"SPEED_(\d+(?:\.\d+)?)(G|M)B")
-Leaf = tuple[tuple[tuple[str, tuple[tuple[str, str], ...]], ...], Any]
+#: a path as (element name, sorted keys) pairs, without origin or target
+PathKey = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+Leaf = tuple[PathKey, Any]
 
 
 def requests(profile: GnmiProfile, encoding: str) -> tuple[pb.Path, list[pb.Path]]:
@@ -95,7 +87,8 @@ async def read_neighbors(channel: grpc.aio.Channel, target: Target, profile: Gnm
 
 async def fetch(channel: grpc.aio.Channel, profile: GnmiProfile, secrets: Any,
                 timeout_s: float = 10.0) -> list[pb.Notification]:
-    """The notifications of one LLDP read (a Get, or a ONCE subscription)."""
+    """The notifications of one LLDP read: a Get for ``rpc: get``, else a ONCE subscription (a
+    target that streams its LLDP ON_CHANGE serves ONCE on the same paths)."""
     prefix, paths = requests(profile, profile.encoding)
     enc = ENCODINGS[profile.encoding]
     md = metadata(secrets)
@@ -139,7 +132,11 @@ def content_digest(notes: list[pb.Notification]) -> bytes:
 def decode_report(device: str, profile: GnmiProfile, ts: int,
                   notes: list[pb.Notification]) -> NeighborReport:
     """The report the notifications of one read make, stamped ``ts``."""
-    leaves = [leaf for n in notes for leaf in _leaves(n)]
+    return report_of(device, profile, ts, [leaf for n in notes for leaf in leaves_of(n)])
+
+
+def report_of(device: str, profile: GnmiProfile, ts: int, leaves: list[Leaf]) -> NeighborReport:
+    """The report a table's leaves make, stamped ``ts`` (a read's, or a stream's table)."""
     if profile.lldp.dialect == "sonic":
         return _sonic_report(device, ts, leaves)
     return _oc_report(device, ts, leaves)
@@ -148,7 +145,7 @@ def decode_report(device: str, profile: GnmiProfile, ts: int,
 # -- decoding ------------------------------------------------------------------------------------
 
 
-def _scalar(val: pb.TypedValue) -> Any:
+def scalar(val: pb.TypedValue) -> Any:
     kind = val.WhichOneof("value")
     if kind in ("json_ietf_val", "json_val"):
         try:
@@ -158,22 +155,22 @@ def _scalar(val: pb.TypedValue) -> Any:
     return getattr(val, kind) if kind else None
 
 
-def _elems(path: pb.Path) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+def elems(path: pb.Path) -> PathKey:
     return tuple((e.name.split(":", 1)[-1], tuple(sorted(e.key.items()))) for e in path.elem)
 
 
-def _leaves(note: pb.Notification) -> list[Leaf]:
+def leaves_of(note: pb.Notification) -> list[Leaf]:
     """Every leaf of a notification as (path, value); JSON trees are walked into leaves (a list
     entry's key is its ``name`` or ``id``)."""
     out: list[Leaf] = []
-    base = _elems(note.prefix)
+    base = elems(note.prefix)
     for u in note.update:
-        _walk(base + _elems(u.path), _scalar(u.val), out)
+        walk(base + elems(u.path), scalar(u.val), out)
     return out
 
 
-def _walk(path: tuple[tuple[str, tuple[tuple[str, str], ...]], ...], value: Any,
-          out: list[Leaf]) -> None:
+def walk(path: PathKey, value: Any, out: list[Leaf]) -> None:
+    """``value`` at ``path`` as leaves, appended to ``out`` (JSON trees walked)."""
     if isinstance(value, dict):
         for key, child in value.items():
             name = key.split(":", 1)[-1]
@@ -182,9 +179,9 @@ def _walk(path: tuple[tuple[str, tuple[tuple[str, str], ...]], ...], value: Any,
                     if isinstance(entry, dict):
                         k = next((f for f in ("name", "id") if f in entry), None)
                         keys = ((k, str(entry[k])),) if k else ()
-                        _walk((*path, (name, keys)), entry, out)
+                        walk((*path, (name, keys)), entry, out)
             else:
-                _walk((*path, (name, ())), child, out)
+                walk((*path, (name, ())), child, out)
     else:
         out.append((path, value))
 
@@ -299,102 +296,3 @@ def _sonic_report(device: str, ts: int, leaves: list[Leaf]) -> NeighborReport:
                           chassis_id=normalize_id(str(own.get("lldp_loc_chassis_id", "")), kind),
                           system_name=str(own.get("lldp_loc_sys_name", "")), ports=tuple(ports),
                           source="gnmi/sonic")
-
-
-# -- the collector's readers -------------------------------------------------------------------
-
-
-class _Reader:
-    __slots__ = ("digest", "errors", "last", "last_error", "profile", "reports", "reused",
-                 "target")
-
-    def __init__(self, target: Target, profile: GnmiProfile) -> None:
-        self.target = target
-        self.profile = profile
-        self.reports = 0
-        #: reports whose reply said what the last one did (restamped, not decoded again)
-        self.reused = 0
-        self.errors = 0
-        self.last_error = ""
-        self.digest = b""
-        self.last: NeighborReport | None = None
-
-    def report(self, notes: list[pb.Notification]) -> NeighborReport:
-        """The report of a reply: the last one restamped when the reply's content is the
-        same, else decoded."""
-        ts = stamp(notes)
-        digest = content_digest(notes)
-        if self.last is not None and digest == self.digest:
-            self.reused += 1
-            return self.last.model_copy(update={"ts_ns": ts})
-        report = decode_report(self.target.name, self.profile, ts, notes)
-        self.digest, self.last = digest, report
-        return report
-
-
-class LldpReaders:
-    """Every gNMI target's LLDP reader, run on the collector's event loop."""
-
-    def __init__(self, targets: list[tuple[Target, GnmiProfile]], env: Mapping[str, str],
-                 interval_s: float, gate: ConnectGate, timeout_s: float = 10.0) -> None:
-        self.env = env
-        self.interval_s = interval_s
-        self.gate = gate
-        self.timeout_s = timeout_s
-        self.readers = [_Reader(t, p) for t, p in targets
-                        if interval_s > 0 and p.lldp.dialect != "none"]
-
-    def start(self, stopping: asyncio.Event,
-              deliver: Callable[[NeighborReport], Awaitable[None]]) -> list[asyncio.Task[None]]:
-        return [asyncio.ensure_future(self._run(r, stopping, deliver)) for r in self.readers]
-
-    async def _run(self, r: _Reader, stopping: asyncio.Event,
-                   deliver: Callable[[NeighborReport], Awaitable[None]]) -> None:
-        wall = self.interval_s / r.target.clock_rate
-        loop = asyncio.get_running_loop()
-        # a fixed grid: a slow read delays its own report, never the ones after it
-        due = loop.time() + (zlib.crc32(r.target.name.encode()) % 1000) / 1000 * wall
-        channel: grpc.aio.Channel | None = None
-        try:
-            while not stopping.is_set():
-                try:
-                    await asyncio.wait_for(stopping.wait(), timeout=max(0.0, due - loop.time()))
-                    return
-                except TimeoutError:
-                    pass
-                due += wall * max(1, math.ceil((loop.time() - due) / wall))
-                try:
-                    if channel is None:
-                        await self.gate.acquire()
-                        try:
-                            channel = open_channel(r.target)
-                        finally:
-                            self.gate.release()
-                    secrets = resolve_secrets(r.target, self.env)
-                    report = r.report(await fetch(channel, r.profile, secrets,
-                                                  self.timeout_s))
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # one target's failure stays its own
-                    r.errors += 1
-                    detail = f"{type(exc).__name__}: {exc}"
-                    if detail != r.last_error:
-                        log.warning("LLDP read of %s failed: %s", r.target.name, detail)
-                    r.last_error = detail
-                    if channel is not None:
-                        await channel.close(grace=None)
-                        channel = None
-                    continue
-                r.reports += 1
-                r.last_error = ""
-                await deliver(report)
-        finally:
-            if channel is not None:
-                await channel.close(grace=None)
-
-    def health(self) -> dict[str, Any]:
-        return {"interval_s": self.interval_s, "targets": len(self.readers),
-                "reports": sum(r.reports for r in self.readers),
-                "reused": sum(r.reused for r in self.readers),
-                "errors": sum(r.errors for r in self.readers),
-                "failing": sorted(r.target.name for r in self.readers if r.last_error)}

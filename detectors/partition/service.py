@@ -102,6 +102,9 @@ class CorrelateEngine(Engine):
             changes.extend(self.correlator.step())
         return changes
 
+    def event_time(self) -> tuple[int, int]:
+        return self.correlator.now_ns, self.correlator.interval()
+
     def health(self) -> dict[str, Any]:
         return {**super().health(), **self.correlator.health()}
 

@@ -41,6 +41,9 @@ class Mismatch:
     links: tuple[str, ...]
     ports: tuple[str, ...]
     seen: tuple[str, ...] = ()
+    #: the devices whose reports show it (an end that sees the wrong port, or nothing): what it
+    #: is confirmed by (:mod:`detectors.topology`)
+    shown_by: tuple[str, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -55,23 +58,26 @@ def compare(declared: Topology, res: Resolved) -> list[Mismatch]:
     """Every mismatch between ``declared`` and the sightings, in a stable order."""
     out: list[Mismatch] = []
     wrong: dict[str, list[str]] = {}           # link id -> what its ends saw instead
+    witnesses: dict[str, set[str]] = {}        # link id -> devices whose ends saw it
     for link in declared.links:
         verdict = _judge(link, res)
         if verdict is None:
             continue
-        kind, seen = verdict
+        kind, seen, by = verdict
         if kind == MISWIRED:
             wrong[link.id] = seen
+            witnesses[link.id] = by
         else:
             out.append(Mismatch(kind, link.id, (link.id,), (str(link.a), str(link.b)),
-                                tuple(seen)))
-    out += _miswires(declared, res, wrong)
+                                tuple(seen), tuple(sorted(by))))
+    out += _miswires(declared, res, wrong, witnesses)
     out += _hosts(declared, res)
     out += _extras(declared, res)
     return sorted(out, key=lambda m: (m.kind, m.entity))
 
 
-def _judge(link: Link, res: Resolved) -> tuple[str, list[str]] | None:
+def _judge(link: Link, res: Resolved) -> tuple[str, list[str], set[str]] | None:
+    """The link's mismatch, what its ends saw, and the devices that saw it."""
     ends = [res.seen_from(link.a), res.seen_from(link.b)]
     reporting = [s for s in ends if s is not None]
     if not reporting or any(s.oper_up is False for s in reporting):
@@ -79,20 +85,23 @@ def _judge(link: Link, res: Resolved) -> tuple[str, list[str]] | None:
     sa, sb = ends
     fa = sa.far if sa is not None else None
     fb = sb.far if sb is not None else None
-    seen = [f"{s.port} -> {s.far}" for s, want in ((sa, link.b), (sb, link.a))
-            if s is not None and s.far is not None and s.far != want]
-    if seen:
-        return MISWIRED, seen
+    wrong = [s for s, want in ((sa, link.b), (sb, link.a))
+             if s is not None and s.far is not None and s.far != want]
+    if wrong:
+        return MISWIRED, [f"{s.port} -> {s.far}" for s in wrong], {s.port.device for s in wrong}
     if fa == link.b and fb == link.a:
         return None
     if fa is None and fb is None:
-        return MISSING, []
+        return MISSING, [], {s.port.device for s in reporting}
     # one end sees its peer; the other sees nothing: a dropped neighbour if it reports
     blind = sb if fa == link.b else sa
-    return (ONE_SIDED, [f"{blind.port} -> nothing"]) if blind is not None else None
+    if blind is None:
+        return None
+    return ONE_SIDED, [f"{blind.port} -> nothing"], {blind.port.device}
 
 
-def _miswires(declared: Topology, res: Resolved, wrong: dict[str, list[str]]) -> list[Mismatch]:
+def _miswires(declared: Topology, res: Resolved, wrong: dict[str, list[str]],
+              witnesses: dict[str, set[str]]) -> list[Mismatch]:
     """The miswired links, grouped: links whose ends see each other's ports are one fault."""
     parent = {lid: lid for lid in wrong}
 
@@ -122,8 +131,9 @@ def _miswires(declared: Topology, res: Resolved, wrong: dict[str, list[str]]) ->
         members.sort()
         ports = sorted({str(p) for lid in members for p in declared.link_by_id[lid].ends()})
         seen = sorted({s for lid in members for s in wrong.get(lid, ())})
+        by = sorted({d for lid in members for d in witnesses.get(lid, ())})
         out.append(Mismatch(MISWIRED, ",".join(members), tuple(members), tuple(ports),
-                            tuple(seen)))
+                            tuple(seen), tuple(by)))
     return out
 
 
@@ -135,12 +145,13 @@ def _hosts(declared: Topology, res: Resolved) -> list[Mismatch]:
             continue
         if s.far.device != host.name:
             out.append(Mismatch(MISWIRED, host.name, (host.name,), (str(host.port),),
-                                (f"{s.port} -> {s.far}",)))
+                                (f"{s.port} -> {s.far}",), (s.port.device,)))
     return out
 
 
 def _extras(declared: Topology, res: Resolved) -> list[Mismatch]:
     found: dict[frozenset[Port], tuple[Port, Port]] = {}
+    by: dict[frozenset[Port], set[str]] = {}
     for s in res.sightings.values():
         if s.far is None or s.oper_up is False:
             continue
@@ -149,11 +160,13 @@ def _extras(declared: Topology, res: Resolved) -> list[Mismatch]:
         back = declared.attachment(s.far)
         if isinstance(back, (Link, Host)):
             continue          # the far end is declared elsewhere: judged with it
-        found.setdefault(frozenset((s.port, s.far)), (s.port, s.far))
+        pair = frozenset((s.port, s.far))
+        found.setdefault(pair, (s.port, s.far))
+        by.setdefault(pair, set()).add(s.port.device)
     out = []
-    for a, b in sorted(found.values()):
+    for pair, (a, b) in sorted(found.items(), key=lambda kv: kv[1]):
         k = len(declared.links_between(a.device, b.device)) + 1
         name = link_id(a.device, b.device, k)
         out.append(Mismatch(EXTRA, name, (name,), tuple(sorted((str(a), str(b)))),
-                            (f"{a} -> {b}",)))
+                            (f"{a} -> {b}",), tuple(sorted(by[pair]))))
     return out

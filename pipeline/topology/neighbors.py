@@ -78,6 +78,10 @@ class NeighborReport(BaseModel):
     ports: tuple[LocalPort, ...] = ()
     #: who read it and how: ``gnmi/openconfig``, ``gnmi/sonic``, ``snmp``
     source: str = ""
+    #: read from an ON_CHANGE stream, which reports every change as it happens: the table holds
+    #: from ``ts_ns`` until the device's next report. False: a periodic read, a snapshot known
+    #: at ``ts_ns`` only
+    streamed: bool = False
 
     def port(self, name: str) -> LocalPort | None:
         return next((p for p in self.ports if p.name == name), None)

@@ -10,12 +10,16 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lab.runtime import Lab
+from lab.scenario.load import parse_scenario
 from pipeline.model import SampleBatch
+from pipeline.topology.neighbors import NeighborReport
 from tests.collectors.gnmi_target import ScriptedTarget
 from tests.collectors.pki import Pki, issue_pki
 from tests.collectors.snmp_agents import (
@@ -92,6 +96,38 @@ def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 15.0) -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+class Reports:
+    """The LLDP reports a collector hands over, as its readers deliver them (from their
+    thread)."""
+
+    def __init__(self) -> None:
+        self._got: list[NeighborReport] = []
+        self._lock = threading.Lock()
+
+    def take(self, report: NeighborReport) -> None:
+        with self._lock:
+            self._got.append(report)
+
+    def all(self) -> list[NeighborReport]:
+        with self._lock:
+            return list(self._got)
+
+    def of(self, device: str) -> list[NeighborReport]:
+        return [r for r in self.all() if r.device == device]
+
+
+@contextmanager
+def running_lab(scenario: dict[str, Any], speed: float, out_dir: Path) -> Iterator[Lab]:
+    """A lab running ``scenario`` until the block ends, its first simulated second done."""
+    running = Lab(parse_scenario(scenario), speed=speed, out_dir=out_dir)
+    running.start()
+    try:
+        assert running.wait_until(1.0, timeout=60)
+        yield running
+    finally:
+        running.stop()
 
 
 def write_targets(path: Path, targets: list[dict[str, Any]]) -> Path:

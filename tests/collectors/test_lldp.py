@@ -4,22 +4,23 @@ schedule inside the running collectors, into reports the topology is built from.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from collectors.gnmi.collector import GnmiCollector, GnmiOptions
 from collectors.neighbors import read_all
+from collectors.profile import BUILTIN_DIR
 from collectors.snmp.collector import SnmpCollector, SnmpOptions
 from lab.lldp import chassis_mac, port_alias
 from lab.runtime import Lab
-from lab.scenario.load import parse_scenario
 from pipeline.inventory import from_lab
 from pipeline.topology.discover import discover, resolve
 from pipeline.topology.neighbors import NeighborReport
-from tests.collectors.conftest import Running, wait_until
+from tests.collectors.conftest import Reports, Running, running_lab, wait_until
 from tests.lab.conftest import MIXED
 
 #: spine1 openconfig, spine2 SNMP, leaf1 arista, leaf2 SNMP, leaf3 sonic, leaf4 SNMP
@@ -29,34 +30,13 @@ SOURCES = {"spine1": "gnmi/openconfig", "leaf1": "gnmi/openconfig", "leaf3": "gn
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    running = Lab(parse_scenario(MIXED), speed=20.0, out_dir=tmp_path_factory.mktemp("lldp"))
-    running.start()
-    try:
-        assert running.wait_until(1.0, timeout=60)
+    with running_lab(MIXED, 20.0, tmp_path_factory.mktemp("lldp")) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def _far(report: NeighborReport) -> dict[str, tuple[str, str]]:
     return {p.name: (p.neighbors[0].system_name, p.neighbors[0].port_id)
             for p in report.ports if p.neighbors}
-
-
-class _Reports:
-    """The reports a collector hands over, as its readers deliver them (from their thread)."""
-
-    def __init__(self) -> None:
-        self._got: list[NeighborReport] = []
-        self._lock = threading.Lock()
-
-    def take(self, report: NeighborReport) -> None:
-        with self._lock:
-            self._got.append(report)
-
-    def all(self) -> list[NeighborReport]:
-        with self._lock:
-            return list(self._got)
 
 
 def test_every_dialect_reports_what_the_cables_say(lab: Lab) -> None:
@@ -88,27 +68,54 @@ def test_every_dialect_reports_what_the_cables_say(lab: Lab) -> None:
     assert discover(read.reports).topology.to_json() == topo.to_json()
 
 
-def test_the_running_collectors_report_on_their_own_schedule(lab: Lab) -> None:
-    got = _Reports()
+def periodic_profiles(tmp_path: Path) -> tuple[str, ...]:
+    """A profile directory where every gNMI dialect the lab speaks is read with a Get every
+    LLDP interval instead of streamed (``lldp.rpc: get``)."""
+    for name in ("openconfig", "arista", "sonic"):
+        doc = yaml.safe_load((BUILTIN_DIR / f"{name}.yaml").read_text())
+        doc["lldp"] = {**doc.get("lldp", {}), "rpc": "get"}
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(doc))
+    return (str(tmp_path),)
+
+
+def test_the_running_collectors_report_on_their_own_schedule(lab: Lab, tmp_path: Path) -> None:
+    """SNMP targets are read every LLDP interval; gNMI targets stream their table ON_CHANGE
+    (one report, their sync, while nothing changes), or are read every interval with a Get."""
+    got, polled = Reports(), Reports()
     agents = str(lab.out_dir / "agents.json")
     # LLDP every 2 simulated seconds: 0.1 s of wall time at speed 20
     gnmi = GnmiCollector("lab", GnmiOptions(agents=agents, lldp_interval_s=2), emit=lambda b: None)
     snmp = SnmpCollector("lab", SnmpOptions(agents=agents, lldp_interval_s=2),
                          emit=lambda b: None)
+    gets = GnmiCollector("get", GnmiOptions(agents=agents, lldp_interval_s=2,
+                                            profile_dirs=periodic_profiles(tmp_path)),
+                         emit=lambda b: None)
     for c in (gnmi, snmp):
         c.emit_neighbors = got.take
-    with Running(gnmi), Running(snmp):
+    gets.emit_neighbors = polled.take
+    gnmi_devices = {d for d, s in SOURCES.items() if s.startswith("gnmi/")}
+    with Running(gnmi), Running(snmp), Running(gets):
         def twice_each() -> bool:
-            reports = got.all()
-            return min(sum(r.device == d for r in reports) for d in SOURCES) >= 2
-        wait_until(twice_each, "two LLDP reports from every switch", timeout=60)
+            reports, again = got.all(), polled.all()
+            return min(sum(r.device == d for r in reports) for d in SOURCES
+                       if d not in gnmi_devices) >= 2 and min(
+                sum(r.device == d for r in again) for d in gnmi_devices) >= 2
+        wait_until(twice_each, "two LLDP reports from every switch read periodically",
+                   timeout=60)
     reports = got.all()
     for device in SOURCES:
-        times = [r.ts_ns for r in reports if r.device == device]
+        mine = [r for r in reports if r.device == device] if device not in gnmi_devices else [
+            r for r in polled.all() if r.device == device]
+        times = [r.ts_ns for r in mine]
         assert times == sorted(times) and times[0] < times[-1]    # the device's own clock
+        assert not any(r.streamed for r in mine)
+    streamed = [r for r in reports if r.device in gnmi_devices]
+    assert sorted(r.device for r in streamed) == sorted(gnmi_devices)   # one each: nothing moved
+    assert all(r.streamed for r in streamed)
     health: dict[str, Any] = gnmi.health()["lldp"]
-    assert health["targets"] == 3 and health["reports"] >= 6 and health["failing"] == []
-    assert snmp.health()["lldp"]["reports"] >= 6
+    assert (health["targets"], health["streamed"], health["syncs"], health["reports"]) == (
+        3, 3, 3, 3) and health["failing"] == []
+    assert snmp.health()["lldp"]["reports"] >= 6 and gets.health()["lldp"]["reports"] >= 6
 
 
 def test_no_reader_runs_when_nothing_listens(lab: Lab) -> None:
@@ -132,12 +139,14 @@ def _content(report: NeighborReport) -> dict[str, Any]:
     return report.model_dump(exclude={"ts_ns"})
 
 
-def test_an_unchanged_reply_is_restamped_and_a_changed_one_decoded(lab: Lab) -> None:
+def test_an_unchanged_reply_is_restamped_and_a_changed_one_decoded(lab: Lab,
+                                                                   tmp_path: Path) -> None:
     """A reader decodes a reply only when what it says changed: the reports it restamps are what
     a fresh read decodes, and a port taken down shows in the next report."""
-    got = _Reports()
+    got = Reports()
     agents = str(lab.out_dir / "agents.json")
-    gnmi = GnmiCollector("restamp", GnmiOptions(agents=agents, lldp_interval_s=2),
+    gnmi = GnmiCollector("restamp", GnmiOptions(agents=agents, lldp_interval_s=2,
+                                                profile_dirs=periodic_profiles(tmp_path)),
                          emit=lambda b: None)
     gnmi.emit_neighbors = got.take
     devices = {d for d, s in SOURCES.items() if s.startswith("gnmi/")}
