@@ -12,7 +12,9 @@ has come: :mod:`pipeline.store.rollup.clock`). Each run
    more than ``max_late`` behind the event time (those stay in the raw samples; counted), and the
    rolled buckets within the rate rule's horizon after them (a late sample changes how the
    intervals after it are judged: :mod:`pipeline.rates`);
-3. rolls the minute buckets that became complete, from the watermark on, a few per statement;
+3. rolls the minute buckets that became complete, from the watermark on, a few per statement
+   (reading before them only the history the rate rule needs: the rollup row of the minute before
+   proves most series need no more than that minute, :mod:`pipeline.store.rollup.history`);
 4. does the same for the hour rollup from the minute rows (an hour is complete once its minutes
    are rolled; an hour holding a re-rolled minute is re-rolled);
 5. records the new states. A run that fails part way records nothing and the next one redoes it:
@@ -48,6 +50,7 @@ from pipeline.config import StoreSettings
 from pipeline.errors import StoreError
 from pipeline.rates.rule import HORIZON_NS
 from pipeline.store.base import Store, kept_rollups
+from pipeline.store.rollup.history import rows_relation
 from pipeline.store.rollup.sql import (
     State,
     floor_to,
@@ -105,6 +108,11 @@ class RollupJob:
         self.lateness_ns = int(settings.rollup_lateness_s * NS)
         self.max_late_ns = int(settings.rollup_max_late_s * NS)
         self.stats = RollupStats()
+        #: where a minute roll reads the rows that prove a series needs less history than the
+        #: rule's horizon (:mod:`pipeline.store.rollup.history`)
+        ch = store.settings
+        cluster = ch.clickhouse.cluster if ch.kind == "clickhouse" else ""
+        self._rows = rows_relation(store.database, cluster)
         self._lock = threading.Lock()
         self._scheduler: Any = None
         #: the marks of the re-read window this job has accounted for, by (bucket, second)
@@ -263,15 +271,16 @@ class RollupJob:
         """Re-roll the ``late`` buckets, then roll ``[done_ns, target_ns)`` (as much as one run
         may); returns how far it got."""
         store, name, width = self.store, rollup.name, rollup.bucket_ns
+        rows = self._rows if rollup.parent is None else None
         starts: list[int] = []
         for lo, hi in roll_ranges(late, rollup):
-            store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi))
+            store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi, rows))
             self.stats.statements += 1
             self.stats.rerolled[name] = self.stats.rerolled.get(name, 0) + (hi - lo) // width
             starts.extend(range(lo, hi, width))
         ranges, reached = self._forward(rollup, done_ns, target_ns)
         for lo, hi in ranges:
-            store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi))
+            store.execute(roll_sql(store.dialect, store.database, rollup, lo, hi, rows))
             self.stats.statements += 1
             self.stats.rolled[name] = self.stats.rolled.get(name, 0) + (hi - lo) // width
             starts.extend(range(lo, hi, width))

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.model import SampleBatch
-from pipeline.rates.sql import counter_sql, samples_judged_sql
+from pipeline.rates.sql import counter_sql, judged_sql, samples_judged_sql
 from pipeline.store.dialect import Dialect
+from pipeline.store.rollup.history import roll_samples_sql
 from pipeline.store.schema import (
     ROLLUP_1M,
     ROLLUP_MARKS,
@@ -54,13 +55,16 @@ def ceil_to(ns: int, width_ns: int) -> int:
 
 
 def samples_select(dialect: Dialect, database: str, width_ns: int, lo_ns: int | None,
-                   hi_ns: int | None, where: Sequence[str] = ()) -> str:
+                   hi_ns: int | None, where: Sequence[str] = (), source: str | None = None,
+                   ) -> str:
     """Samples with ``lo_ns <= ts < hi_ns`` aggregated per series and bucket of ``width_ns``,
     under the read names (:data:`READ_COLUMNS`). The samples come judged by the rule of
-    :mod:`pipeline.rates` (read from its horizon before ``lo_ns``), so a bucket's rated increase
-    is what detection saw in the intervals ending in it."""
-    judged = samples_judged_sql(dialect, database, SERIES_KEY, where, lo_ns, hi_ns,
-                                counter_sql())
+    :mod:`pipeline.rates` (read from its horizon before ``lo_ns``, or from ``source``: deduplicated
+    samples holding the history the rule needs, :mod:`pipeline.store.rollup.history`), so a
+    bucket's rated increase is what detection saw in the intervals ending in it."""
+    judged = (samples_judged_sql(dialect, database, SERIES_KEY, where, lo_ns, hi_ns,
+                                 counter_sql()) if source is None else
+              judged_sql(source, SERIES_KEY, lo_ns, counter_sql()))
     aggs = ", ".join(f"{a.from_samples.format(ts='t')} AS {a.read}"
                      for a in ROLLUP_1M.aggregates)
     return (f"SELECT toInt64(intDiv(t, {width_ns}) * {width_ns}) AS rb, "
@@ -98,15 +102,21 @@ def fold_select(rollup: Rollup, sources: Sequence[str], read_names: bool) -> str
     return f"SELECT bucket AS rb, {', '.join(SERIES_KEY)}, {renamed} FROM ({folded})"
 
 
-def roll_sql(dialect: Dialect, database: str, rollup: Rollup, lo_ns: int, hi_ns: int) -> str:
+def roll_sql(dialect: Dialect, database: str, rollup: Rollup, lo_ns: int, hi_ns: int,
+             rows: str | None = None) -> str:
     """The statement that rolls every bucket of ``rollup`` starting in ``[lo_ns, hi_ns)`` (both
-    on bucket boundaries) from its source: the samples, or the parent rollup's rows."""
+    on bucket boundaries) from its source: the samples, or the parent rollup's rows. ``rows``
+    (the first rollup only): where its rows are read that prove a series needs less history
+    than the rule's horizon (:func:`pipeline.store.rollup.history.rows_relation`); None reads the
+    whole horizon for every series. Either way the rows rolled are the same."""
     columns = ", ".join(dialect.insert_columns(rollup.table))
     bucket = dialect.ns_expr_to_stored("rb")
     aggs = ", ".join(a.read for a in rollup.aggregates)
     if rollup.parent is None:
-        select = (f"SELECT {bucket}, {', '.join(SERIES_KEY)}, {aggs} FROM "
-                  f"({samples_select(dialect, database, rollup.bucket_ns, lo_ns, hi_ns)})")
+        source = roll_samples_sql(dialect, database, lo_ns, hi_ns, rows)
+        samples = samples_select(dialect, database, rollup.bucket_ns, lo_ns, hi_ns,
+                                 source=source)
+        select = f"SELECT {bucket}, {', '.join(SERIES_KEY)}, {aggs} FROM ({samples})"
     else:
         source = dedup_select(dialect, database, rollup.parent, lo_ns, hi_ns)
         select = (f"SELECT {bucket}, {', '.join(SERIES_KEY)}, {aggs} FROM "
