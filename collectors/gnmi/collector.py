@@ -118,10 +118,9 @@ class GnmiCollector(Collector):
         if not self.targets:
             log.warning("gnmi collector %s has no gNMI targets", instance)
         warm()
-        self.lldp = LldpReaders([(t.session.target, t.session.profile)
-                                 for t in self.targets.values()], env,
-                                options.lldp_interval_s, self.gate,
-                                coalesce_s=options.lldp_coalesce_s)
+        self.lldp = LldpReaders([(t.session.target, t.session.profile, t.session.connection)
+                                 for t in self.targets.values()],
+                                options.lldp_interval_s, coalesce_s=options.lldp_coalesce_s)
 
     # -- the loop ------------------------------------------------------------------------------
 

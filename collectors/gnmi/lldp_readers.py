@@ -1,5 +1,7 @@
 """The gNMI collector's LLDP readers: one coroutine per target on the collector's event loop,
-each with a channel of its own opened through the collector's connect gate.
+each on its target's session connection (:meth:`collectors.gnmi.session.GnmiSession.connection`:
+no second connection per target, no connect of its own; when the session reconnects, the reader
+follows it to the new connection).
 
 How a target is read is its profile's ``lldp.rpc`` (``docs/telemetry-dialects.md``, "LLDP"):
 
@@ -24,18 +26,16 @@ import asyncio
 import logging
 import math
 import zlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 from pygnmi.spec.v080 import gnmi_pb2 as pb
 
-from collectors.gnmi.channel import open_channel
-from collectors.gnmi.connects import ConnectGate
 from collectors.gnmi.lldp import content_digest, decode_report, fetch, stamp
-from collectors.gnmi.lldp_stream import Deliver, LldpStream, StreamEnded
+from collectors.gnmi.lldp_stream import Deliver, LldpStream
 from collectors.profile import GnmiProfile
-from pipeline.inventory import Target, resolve_secrets
+from pipeline.inventory import Target
 from pipeline.retry import Backoff, RetryPolicy
 from pipeline.topology.neighbors import NeighborReport
 
@@ -44,13 +44,19 @@ log = logging.getLogger("rocewatch.collectors.gnmi.lldp")
 ON_CHANGE = "on_change"
 
 
-class _Reader:
-    __slots__ = ("digest", "errors", "last", "last_error", "profile", "reports", "reused",
-                 "stream", "target")
+#: a target's connection and credentials once its session has one (None: the collector stopped)
+Connection = Callable[[asyncio.Event], Awaitable[tuple[grpc.aio.Channel, Any] | None]]
 
-    def __init__(self, target: Target, profile: GnmiProfile, coalesce_s: float) -> None:
+
+class _Reader:
+    __slots__ = ("connection", "digest", "errors", "last", "last_error", "profile", "reports",
+                 "reused", "stream", "target")
+
+    def __init__(self, target: Target, profile: GnmiProfile, connection: Connection,
+                 coalesce_s: float) -> None:
         self.target = target
         self.profile = profile
+        self.connection = connection
         self.reports = 0
         #: reports whose reply said what the last one did (restamped, not decoded again)
         self.reused = 0
@@ -84,27 +90,17 @@ class _Reader:
 class LldpReaders:
     """Every gNMI target's LLDP reader, run on the collector's event loop."""
 
-    def __init__(self, targets: list[tuple[Target, GnmiProfile]], env: Mapping[str, str],
-                 interval_s: float, gate: ConnectGate, timeout_s: float = 10.0,
-                 coalesce_s: float = 0.5) -> None:
-        self.env = env
+    def __init__(self, targets: list[tuple[Target, GnmiProfile, Connection]],
+                 interval_s: float, timeout_s: float = 10.0, coalesce_s: float = 0.5) -> None:
         self.interval_s = interval_s
-        self.gate = gate
         self.timeout_s = timeout_s
-        self.readers = [_Reader(t, p, coalesce_s) for t, p in targets
+        self.readers = [_Reader(t, p, c, coalesce_s) for t, p, c in targets
                         if interval_s > 0 and p.lldp.dialect != "none"]
 
     def start(self, stopping: asyncio.Event, deliver: Deliver) -> list[asyncio.Task[None]]:
         return [asyncio.ensure_future(self._follow(r, stopping, deliver) if r.stream is not None
                                       else self._poll(r, stopping, deliver))
                 for r in self.readers]
-
-    async def _channel(self, r: _Reader) -> grpc.aio.Channel:
-        await self.gate.acquire()
-        try:
-            return open_channel(r.target)
-        finally:
-            self.gate.release()
 
     async def _follow(self, r: _Reader, stopping: asyncio.Event, deliver: Deliver) -> None:
         """Keep ``r``'s ON_CHANGE subscription open until the collector stops."""
@@ -118,15 +114,14 @@ class LldpReaders:
             r.last_error = ""
             await deliver(report)
 
-        channel: grpc.aio.Channel | None = None
         try:
             while not stopping.is_set():
                 syncs = stream.syncs
                 try:
-                    if channel is None:
-                        channel = await self._channel(r)
-                    secrets = resolve_secrets(r.target, self.env)
-                    await stream.follow(channel, secrets, stopping, counted)
+                    up = await r.connection(stopping)
+                    if up is None:
+                        return
+                    await stream.follow(*up, stopping, counted)
                     return
                 except asyncio.CancelledError:
                     raise
@@ -134,10 +129,6 @@ class LldpReaders:
                     r.failed(exc)
                     if stream.syncs > syncs:
                         backoff.succeed()   # it ran: a restart is not a failure streak
-                    # a stream the target ended is subscribed again on the same connection
-                    if not isinstance(exc, StreamEnded) and channel is not None:
-                        await channel.close(grace=None)
-                        channel = None
                 delay = backoff.fail()
                 try:
                     await asyncio.wait_for(stopping.wait(), timeout=delay or wall)
@@ -146,8 +137,6 @@ class LldpReaders:
                     pass
         finally:
             stream.close()
-            if channel is not None:
-                await channel.close(grace=None)
 
     async def _poll(self, r: _Reader, stopping: asyncio.Event, deliver: Deliver) -> None:
         """Read ``r`` every LLDP interval on a fixed grid until the collector stops."""
@@ -155,35 +144,27 @@ class LldpReaders:
         loop = asyncio.get_running_loop()
         # a fixed grid: a slow read delays its own report, never the ones after it
         due = loop.time() + (zlib.crc32(r.target.name.encode()) % 1000) / 1000 * wall
-        channel: grpc.aio.Channel | None = None
-        try:
-            while not stopping.is_set():
-                try:
-                    await asyncio.wait_for(stopping.wait(), timeout=max(0.0, due - loop.time()))
+        while not stopping.is_set():
+            try:
+                await asyncio.wait_for(stopping.wait(), timeout=max(0.0, due - loop.time()))
+                return
+            except TimeoutError:
+                pass
+            due += wall * max(1, math.ceil((loop.time() - due) / wall))
+            try:
+                up = await r.connection(stopping)
+                if up is None:
                     return
-                except TimeoutError:
-                    pass
-                due += wall * max(1, math.ceil((loop.time() - due) / wall))
-                try:
-                    if channel is None:
-                        channel = await self._channel(r)
-                    secrets = resolve_secrets(r.target, self.env)
-                    report = r.report(await fetch(channel, r.profile, secrets,
-                                                  self.timeout_s))
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # one target's failure stays its own
-                    r.failed(exc)
-                    if channel is not None:
-                        await channel.close(grace=None)
-                        channel = None
-                    continue
-                r.reports += 1
-                r.last_error = ""
-                await deliver(report)
-        finally:
-            if channel is not None:
-                await channel.close(grace=None)
+                channel, secrets = up
+                report = r.report(await fetch(channel, r.profile, secrets, self.timeout_s))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # one target's failure stays its own
+                r.failed(exc)
+                continue
+            r.reports += 1
+            r.last_error = ""
+            await deliver(report)
 
     def health(self) -> dict[str, Any]:
         streams = [r.stream for r in self.readers if r.stream is not None]

@@ -20,9 +20,9 @@ new table, and the table it syncs replaces the old one whole: nothing a restart 
 until the new sync the old table stands (no gap). The synced table is reported at once; after
 that, changes arriving within ``coalesce_s`` of the first one go out as one report (a burst, a
 fabric-wide event, is one report per target, not one per notification). A report is stamped with
-the newest change's notification timestamp (the device's clock) and marked ``streamed``: the table holds
-until the next report (detection confirms a change by how long it held,
-:mod:`detectors.topology`).
+the timestamp of the newest notification that changed the table (the device's clock) and marked
+``streamed``: the table holds until the next report (detection confirms a change by how long it
+held, :mod:`detectors.topology`).
 """
 
 from __future__ import annotations

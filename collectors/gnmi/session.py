@@ -17,6 +17,9 @@ starts the next streak afresh, and its first delay is at most a tenth of a sampl
 stream the target ended (OK status) is subscribed again on the same connection (no new handshake,
 no Capabilities), so a restarted stream is back before its next sample is due.
 
+The session's connection, while it is up, is shared (:meth:`GnmiSession.connection`): the
+target's LLDP reader subscribes on it rather than opening a second one.
+
 Memory per target is bounded: a session stops reading while its decoder holds more than
 ``max_buffered`` rows not yet taken (gRPC's flow control then holds the target back), and
 resumes when the ticker has taken them.
@@ -100,6 +103,12 @@ class GnmiSession:
         self._idle = False
         self._room = asyncio.Event()
         self._room.set()
+        #: the connection while one is up, and its credentials: another subscription of the
+        #: same target rides it (LLDP, :mod:`collectors.gnmi.lldp_readers`) instead of opening
+        #: a second one
+        self.channel: grpc.aio.Channel | None = None
+        self.secrets: Any = None
+        self._up = asyncio.Event()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -117,6 +126,8 @@ class GnmiSession:
                     channel, secrets, encoding = await self._connect(stopping)
                     if channel is None:
                         return
+                    self.channel, self.secrets = channel, secrets
+                    self._up.set()
                 connecting = False
                 await self._stream(channel, secrets, encoding, stopping)
             except asyncio.CancelledError:
@@ -143,6 +154,8 @@ class GnmiSession:
                 self.health.session_ended()
                 self._calls = []
                 if channel is not None and (not keep or stopping.is_set()):
+                    self._up.clear()
+                    self.channel = None
                     await channel.close(grace=None)
                     channel = None
             if stopping.is_set():
@@ -156,8 +169,26 @@ class GnmiSession:
                 await asyncio.wait_for(stopping.wait(), timeout=delay)
             except TimeoutError:
                 continue
+        self._up.clear()
+        self.channel = None
         if channel is not None:
             await channel.close(grace=None)
+
+    async def connection(self, stopping: asyncio.Event) -> tuple[grpc.aio.Channel, Any] | None:
+        """The session's connection and credentials once it is up (None: the collector stopped
+        first). It closes when the session's streams fail: a call on it then fails too, and its
+        caller asks again."""
+        while not stopping.is_set():
+            if self.channel is not None:
+                return self.channel, self.secrets
+            up = asyncio.ensure_future(self._up.wait())
+            stop = asyncio.ensure_future(stopping.wait())
+            try:
+                await asyncio.wait([up, stop], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                up.cancel()
+                stop.cancel()
+        return None
 
     async def _connect(self, stopping: asyncio.Event
                        ) -> tuple[grpc.aio.Channel | None, Any, str]:

@@ -38,6 +38,7 @@ from collectors.gnmi.recording import Recording, record
 from collectors.health import ErrorTally, TargetHealth
 from collectors.profile import GnmiProfile, SnmpProfile, load_profile
 from pipeline.model import SampleBatch
+from rocewatch.bench.lldp import lldp_cost
 from rocewatch.bench.peers import REPLAY_CHILD, child, in_netns, lab_process, snmpd
 from rocewatch.bench.scale import scale, snmp_scale
 from rocewatch.bench.side_by_side import side_by_side
@@ -181,7 +182,7 @@ async def _poll_back_to_back(ports: list[int], pollers: int,
 @click.command()
 @click.option("--part", "parts", multiple=True,
               type=click.Choice(["gnmi-recorded", "gnmi-live", "gnmi-replay", "gnmi-scale",
-                                 "snmp", "snmp-scale", "peer"]),
+                                 "gnmi-lldp", "snmp", "snmp-scale", "peer"]),
               help="What to measure (repeatable; default: all).")
 @click.option("--seconds", default=10.0, show_default=True, help="Measurement time per part.")
 @click.option("--speed", default=20.0, show_default=True, help="Lab speed for gNMI parts.")
@@ -220,8 +221,8 @@ def collect(parts: tuple[str, ...], seconds: float, speed: float, spines: int, l
             snmp_scale_targets: str, peer_command: str | None, compare_tree: Path | None,
             profile_out: Path | None) -> None:
     """Decoded gNMI updates/s per core (recorded and live) and SNMP varbinds/s."""
-    parts = parts or ("gnmi-recorded", "gnmi-live", "gnmi-replay", "gnmi-scale", "snmp",
-                      "snmp-scale", "peer")
+    parts = parts or ("gnmi-recorded", "gnmi-live", "gnmi-replay", "gnmi-scale", "gnmi-lldp",
+                      "snmp", "snmp-scale", "peer")
     click.echo(f"rocewatch bench collect: {platform.python_implementation()} "
                f"{platform.python_version()}, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="rw-bench-") as tmp:
@@ -239,6 +240,8 @@ def collect(parts: tuple[str, ...], seconds: float, speed: float, spines: int, l
             scale(work, [saved / f"{r.profile}.gnmirec" for r in recs],
                   [int(n) for n in scale_targets.split(",") if n.strip()], scale_interval,
                   max(seconds, 3 * scale_interval), compare_tree)
+        if "gnmi-lldp" in parts:
+            lldp_cost(work, seconds, speed, spines, leaves, hosts_per_leaf)
         if "snmp" in parts:
             _snmp(work, seconds, snmp_pairs, snmp_agents, snmp_pollers)
         if "snmp-scale" in parts:

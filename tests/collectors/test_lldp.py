@@ -9,17 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from collectors.gnmi.collector import GnmiCollector, GnmiOptions
 from collectors.neighbors import read_all
-from collectors.profile import BUILTIN_DIR
 from collectors.snmp.collector import SnmpCollector, SnmpOptions
 from lab.lldp import chassis_mac, port_alias
 from lab.runtime import Lab
 from pipeline.inventory import from_lab
 from pipeline.topology.discover import discover, resolve
 from pipeline.topology.neighbors import NeighborReport
+from rocewatch.bench.lldp import periodic_profiles
 from tests.collectors.conftest import Reports, Running, running_lab, wait_until
 from tests.lab.conftest import MIXED
 
@@ -66,16 +65,6 @@ def test_every_dialect_reports_what_the_cables_say(lab: Lab) -> None:
     for link in topo.links:
         assert sightings[link.a].far == link.b and sightings[link.b].far == link.a
     assert discover(read.reports).topology.to_json() == topo.to_json()
-
-
-def periodic_profiles(tmp_path: Path) -> tuple[str, ...]:
-    """A profile directory where every gNMI dialect the lab speaks is read with a Get every
-    LLDP interval instead of streamed (``lldp.rpc: get``)."""
-    for name in ("openconfig", "arista", "sonic"):
-        doc = yaml.safe_load((BUILTIN_DIR / f"{name}.yaml").read_text())
-        doc["lldp"] = {**doc.get("lldp", {}), "rpc": "get"}
-        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(doc))
-    return (str(tmp_path),)
 
 
 def test_the_running_collectors_report_on_their_own_schedule(lab: Lab, tmp_path: Path) -> None:

