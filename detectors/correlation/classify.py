@@ -54,10 +54,13 @@ from pipeline.model import Alert, Severity
 from pipeline.topology.model import Host, Port, Topology
 
 
-def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
-    """Storms, slow receivers and incasts, each rooted at a host's leaf port."""
+def host_findings(graph: PauseGraph, topology: Topology,
+                  habits: frozenset[str] | set[str] = frozenset()) -> list[Finding]:
+    """Storms, slow receivers and incasts, each rooted at a host's leaf port (``habits``: ports
+    whose saturation counts as habitual beside those the rule says are:
+    :mod:`detectors.correlation.aftermath`)."""
     out = []
-    converging = converging_senders(graph, topology)
+    converging = converging_senders(graph, topology, habits)
     # only a port with one of the three signatures can root a finding here
     signed = {port for name in (PFC_WATCHDOG, HOST_SLOW_DRAIN, EGRESS_OVERSUBSCRIBED)
               for port in graph.symptoms.ports_named(name)}
@@ -69,8 +72,7 @@ def host_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
         by_name = {a.name: a for a in here}
         if PFC_WATCHDOG in by_name:
             a = by_name[PFC_WATCHDOG]
-            stuck = min(1.0, a.evidence.get("pause_share", 1.0)) * \
-                (1.0 - min(1.0, a.evidence.get("drain", 0.0) / 0.01))
+            stuck = storm_stuck(a.evidence)
             out.append(Finding(PFC_STORM, host.name, (label,), [a], Severity.CRITICAL,
                                0.5 + 0.5 * stuck, dict(a.evidence),
                                _host_tree(graph, host, topology),
@@ -127,9 +129,10 @@ class FanIn:
     concentration: float
 
 
-def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn]:
-    """Per saturated host port P (but a habitual one, :func:`_habitual`): the held senders whose
-    traffic converges on it.
+def converging_senders(graph: PauseGraph, topology: Topology,
+                       habits: frozenset[str] | set[str] = frozenset()) -> dict[str, FanIn]:
+    """Per saturated host port P (but a habitual one, :func:`habitual`, or one of ``habits``):
+    the held senders whose traffic converges on it.
 
     When P is oversubscribed, PFC holds the excess back hop by hop to the sending NICs (hosts
     paused by their leaf, ``pfc_pausing``, whose pause path leads to P). A held NIC is backlogged:
@@ -153,7 +156,8 @@ def converging_senders(graph: PauseGraph, topology: Topology) -> dict[str, FanIn
     under load that fills P from elsewhere), not because they flood P, and do not converge."""
     flooded_at = graph.symptoms.ports_named(EGRESS_OVERSUBSCRIBED)
     roots = {str(h.port): h for h in topology.hosts_at(flooded_at)
-             if any(_saturated(a) and not _habitual(a) for a in graph.symptoms.on(str(h.port)))}
+             if str(h.port) not in habits
+             and any(_saturated(a) and not habitual(a) for a in graph.symptoms.on(str(h.port)))}
     out: dict[str, FanIn] = {}
     if not roots:
         return out
@@ -286,7 +290,19 @@ def deadlock_findings(graph: PauseGraph, topology: Topology) -> list[Finding]:
     return out
 
 
-def _habitual(alert: Alert) -> bool:
+def storm_stuck(evidence: dict[str, float]) -> float:
+    """How stuck a storming port is, 0 to 1, from its watchdog's evidence: it pauses all the
+    time and drains nothing (1), or it drains again (0)."""
+    return min(1.0, evidence.get("pause_share", 1.0)) * \
+        (1.0 - min(1.0, evidence.get("drain", 0.0) / 0.01))
+
+
+def storm_holds(evidence: dict[str, float]) -> bool:
+    """Whether a storm, by its evidence, still holds back the traffic behind it."""
+    return storm_stuck(evidence) >= 0.5
+
+
+def habitual(alert: Alert) -> bool:
     """A saturation the port had when monitoring started and has kept since: the workload's
     steady state, no event (:mod:`detectors.rules.egress_oversubscribed`)."""
     return alert.evidence.get("habitual", 0.0) >= 1.0

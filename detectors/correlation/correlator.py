@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from detectors.correlation.aftermath import Aftermath
 from detectors.correlation.classify import deadlock_findings, device_findings, host_findings
 from detectors.correlation.incident import Finding, to_alert
 from detectors.correlation.links import LINK_SYMPTOMS, link_findings
@@ -90,6 +91,8 @@ class Correlator:
         self._weak_since: dict[str, int] = {}
         #: the pause graph, kept from step to step and changed by the facts that changed
         self._graph: KeptPauseGraph | None = None
+        #: receivers a storm or deadlock starved, whose load comes back when it releases
+        self._aftermath = Aftermath()
 
     def findings(self, symptoms: list[Alert]) -> list[Finding]:
         if self.topology is None:
@@ -98,11 +101,13 @@ class Correlator:
             self._graph = KeptPauseGraph(self.topology)
         graph = self._graph.step(symptoms)
         device_symptoms = graph.symptoms.with_names(_DEVICE_SYMPTOMS)
+        habits = self._aftermath.kept(graph, self._now_ns, self._skew_ns)
         found = [*link_findings(graph.symptoms.with_names(LINK_SYMPTOMS), self.topology),
                  *deadlock_findings(graph, self.topology),
-                 *host_findings(graph, self.topology),
+                 *host_findings(graph, self.topology, habits),
                  *device_findings(graph, device_symptoms, self.topology)]
         found.sort(key=lambda f: (_rank(f.kind), f.entity))
+        self._aftermath.after(found, self._now_ns)
         return self._confirm_fan_ins(self._attribute_imbalance(found))
 
     def _confirm_fan_ins(self, found: list[Finding]) -> list[Finding]:

@@ -26,10 +26,13 @@ baseline). Per switch and sample, over the group's members that are up:
 A collision is also named before it hurts, from the rearrangement alone. Members short of line
 rate pass their flows' demand through whole, so while nothing saturates the group's total is the
 demand fed into it: flows that *move* leave the total where it was and only change which member
-carries them, while traffic that starts, stops or is throttled changes the total. So a share
-that rises by ``min_shift`` while the total stays within ``max_load_change`` of its learned level
-(learned with the share) is the hash concentrating the same flows, with the imbalance and the
-free cool members as above: the group has lost the headroom its siblings had, which the next rise
+carries them, while traffic that starts, stops or is throttled changes the total. That holds
+only while the hot member is free too: one its peer pauses carries what the congestion beyond it
+lets through (an incast's flows pinned onto one uplink, held at the spine, while the leaf's other
+traffic is held harder), not its flows' demand. So a share that rises by ``min_shift`` while the
+total stays within ``max_load_change`` of its learned level (learned with the share) and the hot
+member is not paused is the hash concentrating the same flows, with the imbalance and the free
+cool members as above: the group has lost the headroom its siblings had, which the next rise
 in load turns into held hosts. The group's load is judged from ``min_load`` of one member's line
 rate up (below it the shares are noise); a member set that changes (a link down or drained, its
 flows rehashed over the survivors) is that incident's consequence, named by the correlator, or
@@ -161,8 +164,13 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         held_cool = np.nanmax(np.where(np.isfinite(paused[cool]), paused[cool], 0.0),
                               initial=0.0)
         free = held_cool < o.min_host_pause  # a paused member is cool for what lies beyond it
+        row = paused[np.flatnonzero(usable)[hot]]
+        hot_paused = float(np.nanmax(np.where(np.isfinite(row), row, 0.0), initial=0.0))
+        # a member its peer pauses carries what lies beyond it lets through, not its flows'
+        # demand: the total is demand (a rearrangement the hash's) only while the hot one is free
+        passes = hot_paused < o.min_host_pause
         uneven = imbalance >= o.min_imbalance and moved and free
-        reason = (saturated and hurts) or kept
+        reason = (saturated and hurts) or (kept and passes)
         bad = uneven and reason
         # the sample whose interval holds the onset shows part of the change: half the shift and
         # half the imbalance's excess continue a run that a full sample then completes
@@ -180,6 +188,7 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         return DeviceVerdict(bad or begun, good and not (bad or begun),
                              {"imbalance": imbalance, "hot_util": float(util[hot]),
                               "host_pause": float(held), "cool_paused": float(held_cool),
+                              "hot_paused": hot_paused,
                               "hot_share": top, "baseline_share": base,
                               "load": total, "baseline_load": load,
                               "members": float(util.size)},

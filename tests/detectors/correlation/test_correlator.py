@@ -109,7 +109,7 @@ def test_a_saturated_link_into_a_leaf_waits_for_its_oversubscribed_hosts():
 WIDE = spine_leaf(2, 3, 4)  # leafN: Ethernet1-4 hosts, Ethernet5 → spine1, Ethernet6 → spine2
 
 
-def _fan_in(*senders: tuple[str, float]) -> list[Alert]:
+def fan_in(*senders: tuple[str, float]) -> list[Alert]:
     """host9 (leaf3:Ethernet1) at line rate with a standing queue; its back-pressure reaches the
     hosts of leaf1 and leaf2 through spine1; each sender is (its leaf port, what it sends, as a
     share of its line rate). Held NICs are backlogged: paused whenever they do not send."""
@@ -124,7 +124,7 @@ def _fan_in(*senders: tuple[str, float]) -> list[Alert]:
 
 def test_an_incast_is_senders_converging_on_one_receiver_not_load_spread_over_many():
     # two hosts each held to about half its line rate: host9's line rate is what they share
-    roots, symptoms = correlate(WIDE, _fan_in(("leaf1:Ethernet1", 0.48),
+    roots, symptoms = correlate(WIDE, fan_in(("leaf1:Ethernet1", 0.48),
                                               ("leaf2:Ethernet3", 0.5)))
     assert [(a.name, a.entity) for a in roots] == [("incast", "host9")]
     assert roots[0].evidence["senders"] == 2.0 and roots[0].evidence["demand_ratio"] == 2.0
@@ -133,13 +133,13 @@ def test_an_incast_is_senders_converging_on_one_receiver_not_load_spread_over_ma
     # random many-to-many: eight hosts held by host9's back-pressure, each paused 60 % of the
     # time like an incast's senders, but each sends 40 % of its line rate, three times its
     # eighth of host9's: most of what they send goes elsewhere. Load, not an incast
-    spread = _fan_in(*((f"leaf{leaf}:Ethernet{k}", 0.4) for leaf in (1, 2) for k in range(1, 5)))
+    spread = fan_in(*((f"leaf{leaf}:Ethernet{k}", 0.4) for leaf in (1, 2) for k in range(1, 5)))
     assert correlate(WIDE, spread)[0] == []
     # one sender is not an incast, however hard it is held
-    assert correlate(WIDE, _fan_in(("leaf1:Ethernet1", 0.9)))[0] == []
+    assert correlate(WIDE, fan_in(("leaf1:Ethernet1", 0.9)))[0] == []
     # the line: a converging sender sends at most twice its share of the receiver. Four at 0.2
     # converge; two victims of the spreading at 0.6 do not count (nor hide the incast)
-    roots, _ = correlate(WIDE, _fan_in(*((f"leaf1:Ethernet{k}", 0.2) for k in range(1, 5)),
+    roots, _ = correlate(WIDE, fan_in(*((f"leaf1:Ethernet{k}", 0.2) for k in range(1, 5)),
                                        ("leaf2:Ethernet1", 0.6), ("leaf2:Ethernet2", 0.6)))
     assert [(a.name, a.evidence["senders"]) for a in roots] == [("incast", 4.0)]
 
@@ -147,14 +147,14 @@ def test_an_incast_is_senders_converging_on_one_receiver_not_load_spread_over_ma
 def test_a_receiver_saturated_since_monitoring_began_is_no_incast() -> None:
     # the same two converging senders, on a port whose saturation was there when monitoring
     # started (the workload's steady state): no event, no incast, its symptoms stay visible
-    fan_in = _fan_in(("leaf1:Ethernet1", 0.48), ("leaf2:Ethernet3", 0.5))
+    flooding = fan_in(("leaf1:Ethernet1", 0.48), ("leaf2:Ethernet3", 0.5))
     habitual = [sym(a.name, a.entity, **{**a.evidence, "habitual": 1.0})
-                if a.name == "egress_oversubscribed" else a for a in fan_in]
+                if a.name == "egress_oversubscribed" else a for a in flooding]
     roots, symptoms = correlate(WIDE, habitual)
     assert roots == []
     assert any(s.name == "egress_oversubscribed" and not s.inhibited_by for s in symptoms)
     # and the same port once its saturation began while watched
-    assert [(a.name, a.entity) for a in correlate(WIDE, fan_in)[0]] == [("incast", "host9")]
+    assert [(a.name, a.entity) for a in correlate(WIDE, flooding)[0]] == [("incast", "host9")]
 
 
 def test_senders_held_behind_an_incast_make_no_second_incast_of_a_busy_port_beside_it() -> None:
@@ -162,7 +162,7 @@ def test_senders_held_behind_an_incast_make_no_second_incast_of_a_busy_port_besi
     # at line rate under other load: their pause trees reach both saturated ports. They are
     # counted once, where they explain the most: host9, whose queue stands (ECN marks); host10,
     # whose switch shows no ECN, is busy, not a second incast
-    incast = _fan_in(("leaf1:Ethernet1", 0.48), ("leaf2:Ethernet3", 0.5))
+    incast = fan_in(("leaf1:Ethernet1", 0.48), ("leaf2:Ethernet3", 0.5))
     incast[0] = sym("egress_oversubscribed", "leaf3:Ethernet1", util=1.0, ecn=0.5)
     busy = [sym("egress_oversubscribed", "leaf3:Ethernet2", util=0.99),
             sym("queue_buildup", "leaf3:Ethernet2", util=0.99)]
@@ -398,7 +398,7 @@ def test_a_fan_in_that_carries_little_of_the_receiver_is_named_once_it_has_held(
     def at(t: float) -> Frame:
         return frame_at(WIDE, t, cadence_s=1.0)
 
-    weak = _fan_in(("leaf1:Ethernet1", 0.1), ("leaf2:Ethernet3", 0.1))
+    weak = fan_in(("leaf1:Ethernet1", 0.1), ("leaf2:Ethernet3", 0.1))
     corr = Correlator(WIDE)
 
     def roots(symptoms: list[Alert], t: float) -> list[str]:
@@ -408,8 +408,8 @@ def test_a_fan_in_that_carries_little_of_the_receiver_is_named_once_it_has_held(
     assert roots(weak[:1], 13.7) == []  # the fan-in gone for a step: it starts again
     assert roots(weak, 14.0) == [] and roots(weak, 15.9) == []
     assert roots(weak, 16.0) == ["incast"]
-    fainter = _fan_in(("leaf1:Ethernet1", 0.05), ("leaf2:Ethernet3", 0.05))
+    fainter = fan_in(("leaf1:Ethernet1", 0.05), ("leaf2:Ethernet3", 0.05))
     assert roots(fainter, 16.2) == ["incast"]  # named: it stays named while it lasts
     # senders that carry most of what the receiver delivers are named at once
-    assert [a.name for a in correlate(WIDE, _fan_in(("leaf1:Ethernet1", 0.48),
+    assert [a.name for a in correlate(WIDE, fan_in(("leaf1:Ethernet1", 0.48),
                                                      ("leaf2:Ethernet3", 0.5)))[0]] == ["incast"]

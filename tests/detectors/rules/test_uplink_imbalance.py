@@ -125,6 +125,22 @@ def test_a_collision_short_of_line_rate_is_named_from_the_rearrangement():
     assert quiet_after(chain, feed, 8, 0.2, 0.2, 0.2, 0.2)  # the hash spreads them again
 
 
+def test_a_hot_member_its_spine_pauses_shows_congestion_beyond_not_a_rearrangement():
+    # an incast's flows pinned onto one uplink, held at the spine (it pauses that uplink), while
+    # leaf1's other traffic is held harder: the shares move with the total kept, but what the
+    # hot member carries is what lies beyond it lets through, not its flows' demand
+    feed, chain = leaf_loaded(0.2, 0.2, 0.2, 0.2)
+    run(chain, feed, 15)
+    spread(feed, 0.05, 0.05, 0.05, 0.65)
+    feed.set(UPLINKS[3], pfc_rx_frames__3=50000.0, pfc_rx_pause_us__3=0.5e6)
+    run(chain, feed, 10)
+    assert not active(chain)
+    # the spine lets it go: the same shares with the hot member free are a rearrangement
+    feed.set(UPLINKS[3], pfc_rx_frames__3=0.0, pfc_rx_pause_us__3=0.0)
+    run(chain, feed, 3)
+    assert ("ecmp_imbalance", "leaf1") in active(chain)
+
+
 def test_traffic_that_starts_or_stops_on_one_member_is_no_collision():
     # a share can rise because new flows hash onto one member or because the others' flows
     # end; either changes the group's total, which moved flows do not
