@@ -156,6 +156,10 @@ class Symptoms:
             self.active[key] = alert.replace(evidence=_finite(evidence), updated_ns=int(ts_ns),
                                              severity=severity)
 
+    def restate(self, key: int, evidence: dict[str, float], ts_ns: int) -> None:
+        """:meth:`update` with evidence already as kept (:meth:`EvidenceRows.kept`)."""
+        self.active[key] = self.active[key].replace(evidence=evidence, updated_ns=ts_ns)
+
     def clear(self, key: int) -> None:
         self.active.pop(key, None)
 
@@ -163,11 +167,32 @@ class Symptoms:
         return list(self.active.values())
 
 
+#: decimals a symptom's evidence keeps
+EVIDENCE_DIGITS = 6
+
+
 def _finite(evidence: Mapping[str, float]) -> dict[str, float]:
-    """The finite values, rounded to 6 decimals."""
+    """The finite values, rounded to :data:`EVIDENCE_DIGITS` decimals."""
     out = {}
     for k, v in evidence.items():
         f = float(v)
         if isfinite(f):
-            out[k] = round(f, 6)
+            out[k] = round(f, EVIDENCE_DIGITS)
     return out
+
+
+class EvidenceRows:
+    """Evidence columns (one value per judged key) read row by row: as given (:meth:`raw`, for a
+    symptom that fires) or as a symptom keeps it (:meth:`kept`: :func:`_finite`'s values, the
+    finite test made once per column)."""
+
+    def __init__(self, columns: Mapping[str, NDArray[np.float64]]) -> None:
+        self._columns = [(name, col.tolist(), np.isfinite(col).tolist())
+                         for name, col in columns.items()]
+
+    def raw(self, j: int) -> dict[str, float]:
+        return {name: values[j] for name, values, _ in self._columns}
+
+    def kept(self, j: int) -> dict[str, float]:
+        return {name: round(values[j], EVIDENCE_DIGITS)
+                for name, values, finite in self._columns if finite[j]}

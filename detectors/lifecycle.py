@@ -38,17 +38,21 @@ class AlertBook:
     def reconcile(self, current: Iterable[Alert], now_ns: int) -> list[Alert]:
         out: list[Alert] = []
         seen: set[str] = set()
+        # the loop runs over thousands of symptoms a step: what it reads, bound once
+        firing, published, publish = self.firing, self._published_ns, out.append
+        root_every, symptom_every = self.update_every_ns, self.symptom_every_ns
+        fresh = updated = 0
         for alert in current:
             fp = alert.fingerprint
             if fp in seen:
                 continue
             seen.add(fp)
-            prev = self.firing.get(fp)
+            prev = firing.get(fp)
             if prev is None:
-                self.firing[fp] = alert
-                self._published_ns[fp] = now_ns
-                self.counts["firing"] += 1
-                out.append(alert)
+                firing[fp] = alert
+                published[fp] = now_ns
+                fresh += 1
+                publish(alert)
                 continue
             if alert is prev:  # the very alert of the last step (symptoms of devices not
                 changed = False  # judged since, restated by the same copy): nothing changed
@@ -56,13 +60,15 @@ class AlertBook:
             else:
                 kept = (alert if alert.starts_ns == prev.starts_ns
                         else alert.replace(starts_ns=prev.starts_ns))
-                self.firing[fp] = kept
+                firing[fp] = kept
                 changed = _VERDICT(kept) != _VERDICT(prev)
-            every = self.update_every_ns if kept.root_cause else self.symptom_every_ns
-            if changed or now_ns - self._published_ns[fp] >= every:
-                self._published_ns[fp] = now_ns
-                self.counts["updated"] += 1
-                out.append(kept)
+            if changed or now_ns - published[fp] >= (root_every if kept.root_cause
+                                                     else symptom_every):
+                published[fp] = now_ns
+                updated += 1
+                publish(kept)
+        self.counts["firing"] += fresh
+        self.counts["updated"] += updated
         # every fingerprint seen is held now: none went unless the book holds more
         gone = [fp for fp in self.firing if fp not in seen] if len(self.firing) > len(seen) else []
         for fp in gone:

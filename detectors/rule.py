@@ -16,7 +16,7 @@ from typing import ClassVar, Generic, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from detectors.base import Detector, DetectorOptions, Persistence, Symptoms
+from detectors.base import Detector, DetectorOptions, EvidenceRows, Persistence, Symptoms
 from detectors.features import QUAL_SLOTS, Frame, cols
 from detectors.ports import PortIndex, PortKind
 from detectors.signals import At
@@ -123,21 +123,24 @@ class PortRule(Detector, Generic[Opts]):
             return
         fired_set = set(fired.tolist())
         on = np.flatnonzero(firing)  # the firing keys' values, as Python numbers
-        ev = {name: np.asarray(arr, np.float64).reshape(-1, k).ravel()[on].tolist()
+        ev = {name: np.asarray(arr, np.float64).reshape(-1, k).ravel()[on]
               for name, arr in v.evidence.items()}
+        rows = EvidenceRows(ev)
         judged = (bad | good)[on].tolist()
+        active = self.symptoms.active
         for j, (key, t) in enumerate(zip(keys[on].tolist(), ts[on].tolist(), strict=True)):
-            evidence = {name: col[j] for name, col in ev.items()}
-            if key in fired_set or key not in self.symptoms.active:
-                pid, slot = divmod(key, QUAL_SLOTS)
-                label = ports.label(pid)
-                self.symptoms.fire(
-                    key, name=self.symptom, entity=label, ports=(label,),
-                    labels=self.labels(ports, pid, slot), evidence=evidence,
-                    onset_ns=int(self.persistence.onset_ns[key]), ts_ns=t,
-                    severity=v.severity, annotations=self.annotations(evidence))
-            elif judged[j]:
-                self.symptoms.update(key, evidence, t)
+            if key not in fired_set and key in active:
+                if judged[j]:  # restated with its new evidence
+                    self.symptoms.restate(key, rows.kept(j), t)
+                continue
+            evidence = rows.raw(j)
+            pid, slot = divmod(key, QUAL_SLOTS)
+            label = ports.label(pid)
+            self.symptoms.fire(
+                key, name=self.symptom, entity=label, ports=(label,),
+                labels=self.labels(ports, pid, slot), evidence=evidence,
+                onset_ns=int(self.persistence.onset_ns[key]), ts_ns=t,
+                severity=v.severity, annotations=self.annotations(evidence))
 
 
 @dataclass
@@ -177,21 +180,7 @@ class DeviceRule(Detector, Generic[Opts]):
         self._width = int(cols(self.driver).stop) - self._driver
 
     def observe(self, frame: Frame, now_ns: int) -> list[Alert]:
-        ports = frame.ports
-        touched = frame.touched[ports.kind[frame.touched] != 3]
-        due: list[tuple[int, NDArray[np.int64], int]] = []  # switches with a new sample time
-        for did in np.unique(ports.device_id[touched]).tolist():
-            if not ports.is_switch(did):
-                continue
-            pids = ports.ports_of_id(did)
-            if not pids.size:
-                continue
-            block = frame.table.ts[pids, self._driver:self._driver + self._width]
-            ts = int(block.max())
-            if ts <= self.last_eval.get(did, -1):
-                continue
-            self.last_eval[did] = ts
-            due.append((did, pids, ts))
+        due = self._due(frame)
         if not due:
             return self.symptoms.alerts()
         # one At over every due switch's ports: each signal is computed once, for all of them,
@@ -207,6 +196,27 @@ class DeviceRule(Detector, Generic[Opts]):
             lo += size
         self._advance(frame, due, verdicts)
         return self.symptoms.alerts()
+
+    def _due(self, frame: Frame) -> list[tuple[int, NDArray[np.int64], int]]:
+        """The switches with news whose driver has a sample time newer than their last
+        evaluation's: (device id, its ports, that time), in device id order. Each one's time is
+        the newest of the driver's slots over its ports, read for all of them at once."""
+        ports = frame.ports
+        touched = frame.touched[ports.kind[frame.touched] != PortKind.DEVICE]
+        found = [(did, pids) for did in np.unique(ports.device_id[touched]).tolist()
+                 if ports.is_switch(did) and (pids := ports.ports_of_id(did)).size]
+        if not found:
+            return []
+        every = np.concatenate([pids for _, pids in found])
+        starts = np.cumsum([0] + [pids.size for _, pids in found[:-1]])
+        newest = frame.table.ts[every, self._driver:self._driver + self._width].max(axis=1)
+        times = np.maximum.reduceat(newest, starts).tolist()
+        due = []
+        for (did, pids), ts in zip(found, times, strict=True):
+            if ts > self.last_eval.get(did, -1):
+                self.last_eval[did] = ts
+                due.append((did, pids, ts))
+        return due
 
     @abstractmethod
     def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:

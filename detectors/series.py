@@ -246,18 +246,20 @@ class _Layouts:
         index's device ids, read here, never assigned)."""
         if not self._runs:
             return None
-        names = self._names(batch.ports)
         bounds = self._bounds(batch)
-        ports, series = [], []
-        for lo, hi in pairwise(bounds):
-            run = self._runs.get((device_id.get(batch.devices[batch.device[lo]], -1), hi - lo))
-            if run is None or not (np.array_equal(run[1], batch.metric[lo:hi])
-                                   and np.array_equal(run[2], batch.qual[lo:hi])
-                                   and np.array_equal(run[0], names[batch.port[lo:hi]])):
+        runs: list[_Layout] = []
+        starts = batch.device[bounds[:-1]].tolist()
+        for code, lo, hi in zip(starts, bounds, bounds[1:], strict=False):
+            run = self._runs.get((device_id.get(batch.devices[code], -1), hi - lo))
+            if run is None:
                 return None
-            ports.append(run[3])
-            series.append(run[4])
-        return BatchIds(np.concatenate(ports), np.concatenate(series))
+            runs.append(run)
+        # the runs' rows, row for row, compared column by column over the whole batch at once
+        if not (np.array_equal(_joined(runs, 1), batch.metric)
+                and np.array_equal(_joined(runs, 2), batch.qual)
+                and np.array_equal(_joined(runs, 0), self._names(batch.ports)[batch.port])):
+            return None
+        return BatchIds(_joined(runs, 3), _joined(runs, 4))
 
     def keep(self, batch: SampleBatch, device_id: dict[str, int], ids: BatchIds) -> None:
         """Remember every run of ``batch`` with its ids (copies: the batch's columns are not
@@ -270,6 +272,12 @@ class _Layouts:
             self._runs[(device_id[batch.devices[batch.device[lo]]], hi - lo)] = (
                 names[batch.port[lo:hi]], batch.metric[lo:hi].copy(), batch.qual[lo:hi].copy(),
                 ids.port[lo:hi].copy(), ids.series[lo:hi].copy())
+
+
+def _joined(runs: list[_Layout], field: int) -> NDArray[np.int64]:
+    """One column of several runs' layouts, end to end (a new array: the kept runs are never
+    handed out)."""
+    return np.concatenate([r[field] for r in runs])
 
 
 def _same_rows(a: SampleBatch, b: SampleBatch) -> bool:

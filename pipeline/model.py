@@ -117,12 +117,15 @@ class SampleBatch:
             return batches[0]
         dev_vocab: dict[str, int] = {}
         port_vocab: dict[str, int] = {}
+        # a vocabulary met again (switches of one model name their ports alike) maps as it did
+        # the first time: every name of it is in the merged vocabulary by then
+        port_maps: dict[tuple[str, ...], NDArray[np.int32]] = {}
         dev_cols, port_cols = [], []
         for b in batches:
-            dmap = np.fromiter((dev_vocab.setdefault(d, len(dev_vocab)) for d in b.devices),
-                               np.int32, len(b.devices))
-            pmap = np.fromiter((port_vocab.setdefault(p, len(port_vocab)) for p in b.ports),
-                               np.int32, len(b.ports))
+            dmap = _merged(dev_vocab, b.devices)
+            pmap = port_maps.get(b.ports)
+            if pmap is None:
+                pmap = port_maps[b.ports] = _merged(port_vocab, b.ports)
             dev_cols.append(dmap[b.device])
             port_cols.append(pmap[b.port])
         return SampleBatch(
@@ -134,6 +137,11 @@ class SampleBatch:
 
 
 _EMPTY_OBJ: NDArray[np.object_] = np.empty(0, dtype=object)
+
+
+def _merged(vocab: dict[str, int], names: tuple[str, ...]) -> NDArray[np.int32]:
+    """Codes of ``names`` in a merged vocabulary, new names added in their order."""
+    return np.fromiter((vocab.setdefault(n, len(vocab)) for n in names), np.int32, len(names))
 
 
 class BatchBuilder:

@@ -158,7 +158,7 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
         return _Summary(float(per_port.max(initial=0.0)),
                         float(per_port.mean()) if per_port.size else 0.0,
                         float(paused.max(initial=0.0)), float(util.max(initial=0.0)),
-                        float(np.nanmax(ecn)) if np.isfinite(ecn).any() else float("nan"),
+                        float(np.fmax.reduce(ecn)) if ecn.size else float("nan"),
                         tuple(frame.ports.label(int(p)) for p in at.pids[pausing]))
 
     def _place(self, frame: Frame, did: int) -> tuple[_Role, int]:

@@ -33,6 +33,7 @@ from pipeline.rates.rule import (
 )
 
 _KEEP = CADENCE_INTERVALS + 1  # sample times kept per series
+_N_STATUS = max(int(s) for s in Status) + 1
 
 
 @dataclass(frozen=True)
@@ -155,14 +156,15 @@ class RateState:
                port: NDArray[np.int64], metric: NDArray[np.int64], qual: NDArray[np.int64],
                ts: NDArray[np.int64], value: NDArray[np.float64]) -> RateFrame:
         """The judged rows as a frame, counted in the stats."""
-        status = judged.status
+        # every status counted in one pass (statuses are small non-negative codes)
+        counts = np.bincount(judged.status, minlength=_N_STATUS).tolist()
         st = self.stats
-        st.rates += int(np.isin(status, RATED).sum())
-        st.wraps += int((status == Status.WRAP).sum())
-        st.resets += int((status == Status.RESET).sum())
-        st.gaps += int((status == Status.GAP).sum())
+        st.rates += sum(counts[s] for s in RATED)
+        st.wraps += counts[Status.WRAP]
+        st.resets += counts[Status.RESET]
+        st.gaps += counts[Status.GAP]
         st.late += n_late
         if not len(sid):
             return RateFrame.empty()
         return RateFrame(sid, port, metric, qual, ts, value, judged.increase, judged.rate,
-                         judged.dt_ns / NS, status)
+                         judged.dt_ns / NS, judged.status)

@@ -39,6 +39,22 @@ def test_concat_merges_vocabularies() -> None:
     assert len(SampleBatch.concat([])) == 0
 
 
+def test_concat_of_batches_sharing_a_vocabulary_is_the_row_by_row_join() -> None:
+    ports = ("Ethernet2", "Ethernet1", "")
+    batches = []
+    for i, device in enumerate(["leaf1", "leaf2", "leaf3"]):
+        # the same port vocabulary: one tuple, then an equal one of its own
+        vocab = ports if i < 2 else tuple(list(ports))
+        batches.append(SampleBatch(
+            np.array([i, i], np.int64), np.zeros(2, np.int32), np.array([1, 2 - i % 2], np.int32),
+            np.full(2, PFC_RX, np.uint16), np.full(2, 3, np.int16), np.array([i, -i], float),
+            np.zeros(2, np.uint8), (device,), vocab))
+    joined = SampleBatch.concat(batches)
+    assert [r for b in batches for r in b.rows()] == list(joined.rows())
+    assert joined.ports == ports  # merged in the order the vocabularies name them
+    assert joined.devices == ("leaf1", "leaf2", "leaf3")
+
+
 def test_take_and_validate() -> None:
     b = BatchBuilder()
     for i in range(4):
