@@ -65,9 +65,20 @@ class LldpState:
         self.device = wiring.device_index(switch)
         self.ports = wiring.switch_ports[self.device].tolist()
         self.names = {p: wiring.port_name[p] for p in self.ports}
+        self._key_tick = -1
+        self._key: tuple[tuple[int, Advert], ...] = ()
 
     def seen(self, snap: F64) -> dict[int, Seen]:
         return self.fabric.neighbors(self.switch, snap)
+
+    def seen_key(self, snap: F64) -> tuple[tuple[int, Advert], ...]:
+        """Who each port shows in this snapshot, comparable (once per snapshot tick, however
+        many selections ask)."""
+        tick = int(snap[cf.H_TICK])
+        if tick != self._key_tick:
+            self._key = tuple(sorted((p, nb.advert) for p, nb in self.seen(snap).items()))
+            self._key_tick = tick
+        return self._key
 
     def local(self) -> Advert:
         return self.fabric.adverts[self.ports[0]] if self.ports else Advert(
@@ -149,9 +160,19 @@ def _set(val: pb.TypedValue, value: Value, enc: int) -> None:
         val.json_val = body
 
 
+#: the ``/lldp`` leaves that move with time alone (a neighbour's age)
+_TIMED = frozenset({"age", "last-update"})
+#: the ``/lldp`` leaves that do not: a path ending in one of them never selects a timed leaf
+_UNTIMED = frozenset({"id", "name", "enabled", "hello-timer", "chassis-id", "chassis-id-type",
+                      "system-name", "system-description", "port-id", "port-id-type",
+                      "port-description", "ttl"})
+
+
 class OcLldpSelection:
     """The ``/lldp`` leaves a request path names, on one switch; the leaves change with the
-    snapshot (neighbours appear and go), so every render selects them again."""
+    snapshot (neighbours appear and go), so a render selects them again, unless the selection
+    holds no timed leaf and no port's neighbour changed (an ON_CHANGE check at every snapshot
+    is then one comparison, as a switch's own change notification is)."""
 
     def __init__(self, state: LldpState, dialect: str, pattern: PathT, encoding: int,
                  prefix: pb.Path, snap: F64) -> None:
@@ -162,6 +183,9 @@ class OcLldpSelection:
         self.prefix = prefix
         self.only = ""          # "config" or "state": a Get of one data type
         self._last: dict[PathT, Value] | None = None
+        last = pattern[-1][0] if pattern else ""
+        self._timed = last in _TIMED or last not in _UNTIMED
+        self._neighbors: tuple[tuple[int, Advert], ...] | None = None
         self._count = len(self._select(snap))
 
     def __len__(self) -> int:
@@ -195,14 +219,19 @@ class OcLldpSelection:
     def full(self, snap: F64, ts_ns: int) -> pb.SubscribeResponse:
         leaves = self._select(snap)
         self._last = leaves
+        self._neighbors = self.state.seen_key(snap)
         return self._note(leaves, ts_ns)
 
     def delta(self, snap: F64, ts_ns: int) -> pb.SubscribeResponse | None:
         """What changed since the last render: new or changed leaves, and the paths of the
         leaves that went (a neighbour that disappeared)."""
-        leaves = self._select(snap)
         if self._last is None:
             return self.full(snap, ts_ns)
+        neighbors = self.state.seen_key(snap)
+        if not self._timed and neighbors == self._neighbors:
+            return None
+        self._neighbors = neighbors
+        leaves = self._select(snap)
         changed = {p: v for p, v in leaves.items() if self._last.get(p) != v}
         gone = [p for p in self._last if p not in leaves]
         self._last = leaves

@@ -75,10 +75,12 @@ def _run(agents_file: Path, mode: str, seconds: float, speed: float,
     reports: list[NeighborReport] = []
     lock = threading.Lock()
     newest = [0]   # the newest sample's time: the lab's clock, however fast it really ran
+    samples = [0]
 
     def emit(batch: SampleBatch) -> None:
         if len(batch.ts_ns):
             newest[0] = max(newest[0], int(batch.ts_ns.max()))
+            samples[0] += len(batch.ts_ns)
 
     def take(report: NeighborReport) -> None:
         with lock:
@@ -100,9 +102,10 @@ def _run(agents_file: Path, mode: str, seconds: float, speed: float,
     time.sleep(2.0)
     with lock:
         first = len(reports)
-    cpu0, lab0, sim0 = _own_cpu(), _children_cpu(), newest[0]
+    cpu0, lab0, sim0, samples0 = _own_cpu(), _children_cpu(), newest[0], samples[0]
     time.sleep(seconds)
     cpu, lab, sim_s = _own_cpu() - cpu0, _children_cpu() - lab0, (newest[0] - sim0) / 1e9
+    rows = samples[0] - samples0
     with lock:
         made = len(reports) - first
     health = collector.health()["lldp"]
@@ -110,6 +113,7 @@ def _run(agents_file: Path, mode: str, seconds: float, speed: float,
     thread.join(30)
     return {"mode": mode, "targets": total, "speed": sim_s / seconds, "cpu_per_sim_s": cpu / sim_s,
             "lab_cpu_per_sim_s": lab / sim_s, "reports_per_sim_s": made / sim_s,
+            "samples_per_sim_s": rows / sim_s,
             "reused": health["reused"], "errors": health["errors"]}
 
 
@@ -126,10 +130,10 @@ def lldp_cost(work: Path, seconds: float, speed: float, spines: int, leaves: int
                f"LLDP interval {LLDP_INTERVAL_S:g} s for get; {seconds:g} s wall each), "
                f"CPU s per simulated s:")
     click.echo(f"  {'mode':<10}{'speed':>6}{'collector':>10}{'LLDP':>9}{'per switch ms':>15}"
-               f"{'lab':>8}{'LLDP at lab':>13}{'reports/sim s':>15}")
+               f"{'lab':>8}{'LLDP at lab':>13}{'reports/sim s':>15}{'samples/sim s':>15}")
     for r in rows:
         extra = r["cpu_per_sim_s"] - floor["cpu_per_sim_s"]
         click.echo(f"  {r['mode']:<10}{r['speed']:>6.1f}{r['cpu_per_sim_s']:>10.4f}{extra:>9.4f}"
                    f"{extra / r['targets'] * 1e3:>15.3f}{r['lab_cpu_per_sim_s']:>8.3f}"
                    f"{r['lab_cpu_per_sim_s'] - floor['lab_cpu_per_sim_s']:>13.3f}"
-                   f"{r['reports_per_sim_s']:>15.3f}")
+                   f"{r['reports_per_sim_s']:>15.3f}{r['samples_per_sim_s']:>15,.0f}")

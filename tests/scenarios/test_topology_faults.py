@@ -25,6 +25,8 @@ def test_a_miswired_cable_is_found_and_named(chdb_dir: Path) -> None:
     assert (found["kind"], found["entity"]) == ("topology_mismatch", "leaf1~spine1,leaf3~spine2")
     assert found["severity"] == "critical" and found["first_s"] >= 20
     assert len(found["ports"]) == 4
+    # streamed ON_CHANGE from the gNMI ends, held two intervals: within three of the fault
+    assert s.ttd_s["miswired_cable"] <= 3 * s.sample_interval_s, s.ttd_s
 
 
 def test_a_dropped_neighbour_is_found_on_its_link_and_resolves(chdb_dir: Path) -> None:
@@ -34,3 +36,4 @@ def test_a_dropped_neighbour_is_found_on_its_link_and_resolves(chdb_dir: Path) -
     (found,) = [a for a in report["alerts"] if a["root_cause"]]
     assert (found["kind"], found["entity"]) == ("topology_mismatch", "leaf2~spine1")
     assert found["last_s"] < 150                       # resolved after the window
+    assert s.ttd_s["lldp_neighbor_drop"] <= 3 * s.sample_interval_s, s.ttd_s   # streamed, held 2
