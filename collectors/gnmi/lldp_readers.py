@@ -129,6 +129,9 @@ class LldpReaders:
                     r.failed(exc)
                     if stream.syncs > syncs:
                         backoff.succeed()   # it ran: a restart is not a failure streak
+                    snapshot = stream.lost()
+                    if snapshot is not None:
+                        await counted(snapshot)
                 delay = backoff.fail()
                 try:
                     await asyncio.wait_for(stopping.wait(), timeout=delay or wall)

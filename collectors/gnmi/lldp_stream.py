@@ -17,7 +17,9 @@ disappeared). :class:`LldpTable` keeps the values by the path they came at:
 
 A fresh subscription (the first, or after the stream failed) gathers its initial values into a
 new table, and the table it syncs replaces the old one whole: nothing a restart missed stays, and
-until the new sync the old table stands (no gap). The synced table is reported at once; after
+until the new sync the old table stands (no gap). When a synced stream is lost, the table is
+reported once more as a snapshot (not ``streamed``): until the next sync nobody watches it
+change, so detection takes it as known at its time only. The synced table is reported at once; after
 that, changes arriving within ``coalesce_s`` of the first one go out as one report (a burst, a
 fabric-wide event, is one report per target, not one per notification). A report is stamped with
 the timestamp of the newest notification that changed the table (the device's clock) and marked
@@ -136,6 +138,8 @@ class LldpStream:
         #: notifications after a sync that changed the table
         self.changes = 0
         self._flush: asyncio.Task[None] | None = None
+        #: a synced stream is open: the table's last report holds until the next one
+        self._live = False
 
     async def follow(self, channel: grpc.aio.Channel, secrets: Any, stopping: asyncio.Event,
                      deliver: Deliver) -> None:
@@ -170,6 +174,7 @@ class LldpStream:
                 if fresh is not None:   # the fresh table replaces the old one whole
                     self.table, fresh = fresh, None
                     self.syncs += 1
+                    self._live = True
                     self._cancel_flush()
                     await deliver(self.table.report())
                 continue
@@ -192,6 +197,15 @@ class LldpStream:
         if self._flush is not None:
             self._flush.cancel()
             self._flush = None
+
+    def lost(self) -> NeighborReport | None:
+        """The table as a snapshot at its time, once per loss of a synced stream (None: nothing
+        to say): what it held is no longer known to hold, and detection must not take it for a
+        live table until the next sync."""
+        if not self._live or self.table is None:
+            return None
+        self._live = False
+        return self.table.report().model_copy(update={"streamed": False})
 
     def close(self) -> None:
         """Drop a report still waiting (the collector stops)."""

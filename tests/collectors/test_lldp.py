@@ -88,9 +88,10 @@ def test_the_running_collectors_report_on_their_own_schedule(lab: Lab, tmp_path:
             reports, again = got.all(), polled.all()
             return min(sum(r.device == d for r in reports) for d in SOURCES
                        if d not in gnmi_devices) >= 2 and min(
-                sum(r.device == d for r in again) for d in gnmi_devices) >= 2
-        wait_until(twice_each, "two LLDP reports from every switch read periodically",
-                   timeout=60)
+                sum(r.device == d for r in again) for d in gnmi_devices) >= 2 and (
+                {r.device for r in reports} >= gnmi_devices)
+        wait_until(twice_each, "two LLDP reports from every switch read periodically, "
+                   "and every streamed switch's sync", timeout=60)
     reports = got.all()
     for device in SOURCES:
         mine = [r for r in reports if r.device == device] if device not in gnmi_devices else [

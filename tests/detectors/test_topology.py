@@ -188,3 +188,19 @@ def test_a_one_read_blip_of_a_polled_device_never_pages_beside_a_streamed_peer()
     (fired,) = again.observe(
         _of("leaf2", reports_of(TOPO, faces={L22.a: None}, ts=T0 + 40 * NS)), T0 + 40 * NS, NS)
     assert (fired.entity, fired.starts_ns) == ("leaf2~spine2", T0 + 40 * NS)
+
+
+def test_a_lost_streams_table_is_a_snapshot_and_holds_nothing_up() -> None:
+    """A collector whose stream went reports the table once more, not streamed: nobody watches
+    it change now, so time passing confirms nothing until the next sync."""
+    watch = TopologyWatch(TOPO)
+    watch.observe(_streamed(reports_of(TOPO, ts=T0)), T0, NS)
+    gone = _of("leaf2", _streamed(reports_of(TOPO, faces={L22.a: None}, ts=T0 + 10 * NS)))
+    watch.observe(gone, T0 + 10 * NS, NS)
+    lost = [r.model_copy(update={"streamed": False}) for r in gone]
+    assert watch.observe(lost, T0 + 11 * NS, NS) == []
+    for k in range(12, 30):
+        assert watch.observe([], T0 + k * NS, NS) == []
+    again = [r.model_copy(update={"ts_ns": T0 + 30 * NS}) for r in gone]   # synced, still gone
+    (fired,) = watch.observe(again, T0 + 30 * NS, NS)
+    assert fired.entity == "leaf2~spine2" and fired.starts_ns == T0 + 30 * NS

@@ -217,6 +217,10 @@ def test_a_restarted_stream_replaces_the_table_with_its_sync_and_bursts_are_one_
             await stream.follow(channel, _Secrets(), stopping, deliver)
         await asyncio.sleep(0.3)              # the burst's report, after the window
         assert stream.table is not None and len(got) == 2
+        # the stream is gone: its table is a snapshot now, said once
+        lost = stream.lost()
+        assert lost is not None and not lost.streamed and lost.ts_ns == 3
+        assert stream.lost() is None
         with pytest.raises(Exception, match="ended its LLDP subscription"):
             await stream.follow(channel, _Secrets(), stopping, deliver)
 
