@@ -13,8 +13,10 @@ has come: :mod:`pipeline.store.rollup.clock`). Each run
    rolled buckets within the rate rule's horizon after them (a late sample changes how the
    intervals after it are judged: :mod:`pipeline.rates`);
 3. rolls the minute buckets that became complete, from the watermark on, a few per statement
-   (reading before them only the history the rate rule needs: the rollup row of the minute before
-   proves most series need no more than that minute, :mod:`pipeline.store.rollup.history`);
+   (reading the rate rule's horizon before them; a job made with ``proven_history`` reads the
+   whole horizon only for the series the rollup row of the minute before does not prove need
+   less: :mod:`pipeline.store.rollup.history`, the same rows, off as it did not pay at the
+   reference fabric);
 4. does the same for the hour rollup from the minute rows (an hour is complete once its minutes
    are rolled; an hour holding a re-rolled minute is re-rolled);
 5. records the new states. A run that fails part way records nothing and the next one redoes it:
@@ -99,7 +101,8 @@ class RollupJob:
     """The scheduled roller of one store's rollups (a no-op when the store keeps none)."""
 
     def __init__(self, store: Store, settings: StoreSettings,
-                 rollups: tuple[Rollup, ...] | None = None) -> None:
+                 rollups: tuple[Rollup, ...] | None = None, proven_history: bool = False,
+                 ) -> None:
         self.store = store
         self.settings = settings
         self.rollups = kept_rollups(settings) if rollups is None else rollups
@@ -108,11 +111,12 @@ class RollupJob:
         self.lateness_ns = int(settings.rollup_lateness_s * NS)
         self.max_late_ns = int(settings.rollup_max_late_s * NS)
         self.stats = RollupStats()
-        #: where a minute roll reads the rows that prove a series needs less history than the
-        #: rule's horizon (:mod:`pipeline.store.rollup.history`)
+        #: with ``proven_history``, where a minute roll reads the rows that prove a series needs
+        #: less history than the rule's horizon (:mod:`pipeline.store.rollup.history`); off by
+        #: default: at the reference fabric it did not pay (docs/benchmarks.md, issue 13)
         ch = store.settings
         cluster = ch.clickhouse.cluster if ch.kind == "clickhouse" else ""
-        self._rows = rows_relation(store.database, cluster)
+        self._rows = rows_relation(store.database, cluster) if proven_history else None
         self._lock = threading.Lock()
         self._scheduler: Any = None
         #: the marks of the re-read window this job has accounted for, by (bucket, second)

@@ -144,8 +144,10 @@ def test_a_roll_reads_the_minute_before_for_proven_series_and_the_horizon_for_th
 
 
 def job_for(store: Store) -> RollupJob:
-    """A job that counts a minute complete once the data reached its end (no lateness)."""
-    return RollupJob(store, store.settings.model_copy(update={"rollup_lateness_s": 0.0}))
+    """A job that reads the proven history and counts a minute complete once the data reached
+    its end (no lateness)."""
+    return RollupJob(store, store.settings.model_copy(update={"rollup_lateness_s": 0.0}),
+                     proven_history=True)
 
 
 def stream(store: Store, job: RollupJob, b: SampleBatch, start: int, minutes: range) -> None:
