@@ -43,7 +43,9 @@ saturation and held hosts already rule out noise — and clears after ``clear_af
 imbalance is a performance incident and a TE hint, never a drain. A rate sample spans an
 interval, so the one whose interval holds the onset shows only part of the change: a sample with
 half the shift and half the imbalance's excess (the rest as above) counts as the first of the
-run, never as its last; the next full sample completes it.
+run, never as its last; the next full sample completes it. Where the moved flows saturate the
+member, that sample shows the whole shift but the member only halfway from its learned level to
+saturation (its hosts already held): it counts the same way.
 """
 
 from __future__ import annotations
@@ -173,9 +175,13 @@ class UplinkImbalance(DeviceRule[UplinkImbalanceOptions]):
         reason = (saturated and hurts) or (kept and passes)
         bad = uneven and reason
         # the sample whose interval holds the onset shows part of the change: half the shift and
-        # half the imbalance's excess continue a run that a full sample then completes
-        begun = (warm and not moved and not calm and free and reason
-                 and imbalance >= (1 + o.min_imbalance) / 2 and not self._in_run(did))
+        # half the imbalance's excess continue a run that a full sample then completes; where the
+        # flows moved saturate the member, that sample shows it halfway from its learned level
+        # to saturation, its hosts already held
+        halfway = hurts and util[hot] >= (base * load + o.min_hot) / 2
+        begun = (warm and not calm and free and imbalance >= (1 + o.min_imbalance) / 2
+                 and not self._in_run(did)
+                 and ((not moved and reason) or (uneven and not reason and halfway)))
         good = imbalance < (1 + o.min_imbalance) / 2 or calm or not (saturated or kept)
         # the baseline is the hash's normal: learned while warming up, then followed only while
         # the share stays near it, either way (a collision that does not hurt yet must not become

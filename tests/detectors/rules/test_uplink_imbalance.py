@@ -180,6 +180,32 @@ def test_the_sample_that_straddles_the_onset_counts_as_the_first_of_the_run():
     assert set(active(chain)) == {("uplink_imbalance", "leaf1")}
 
 
+def test_the_sample_that_straddles_a_saturating_collision_counts_as_the_first_of_the_run():
+    # the flows that move saturate the member: the sample holding the onset shows the whole
+    # shift, the member only halfway from its level (0.5) to line rate and its hosts held; the
+    # next sample, saturated, names it
+    feed, chain = leaf_loaded(0.5, 0.5, 0.5, 0.5)
+    run(chain, feed, 15)
+    spread(feed, 0.2, 0.2, 0.2, 0.8)
+    hosts_held(feed)
+    run(chain, feed, 1)
+    assert not active(chain)
+    spread(feed, 0.05, 0.05, 0.05, 1.0)
+    run(chain, feed, 1)
+    assert set(active(chain)) == {("uplink_imbalance", "leaf1")}
+    # a member that stays short of halfway is not the start of a run: two full samples needed
+    feed, chain = leaf_loaded(0.5, 0.5, 0.5, 0.5)
+    run(chain, feed, 15)
+    spread(feed, 0.2, 0.2, 0.2, 0.6)
+    hosts_held(feed)
+    run(chain, feed, 1)
+    spread(feed, 0.05, 0.05, 0.05, 1.0)
+    run(chain, feed, 1)
+    assert not active(chain)
+    run(chain, feed, 1)
+    assert set(active(chain)) == {("uplink_imbalance", "leaf1")}
+
+
 def test_a_part_move_that_stays_is_never_a_collision_nor_completes_one_alone():
     feed, chain = leaf_loaded(0.2, 0.2, 0.2, 0.2)
     run(chain, feed, 15)
