@@ -119,12 +119,14 @@ class Reports:
 
 
 @contextmanager
-def running_lab(scenario: dict[str, Any], speed: float, out_dir: Path) -> Iterator[Lab]:
-    """A lab running ``scenario`` until the block ends, its first simulated second done."""
+def running_lab(scenario: dict[str, Any], speed: float, out_dir: Path,
+                until: float = 1.0) -> Iterator[Lab]:
+    """A lab running ``scenario`` until the block ends, its first ``until`` simulated seconds
+    done."""
     running = Lab(parse_scenario(scenario), speed=speed, out_dir=out_dir)
     running.start()
     try:
-        assert running.wait_until(1.0, timeout=60)
+        assert running.wait_until(until, timeout=60)
         yield running
     finally:
         running.stop()

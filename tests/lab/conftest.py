@@ -13,6 +13,7 @@ import pytest
 from lab.runtime import Lab
 from lab.scenario.load import parse_scenario
 from lab.scenario.spec import Scenario
+from tests.collectors.conftest import running_lab
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"   # copies of shared/scenarios
 
@@ -65,13 +66,8 @@ MIXED = scenario_dict(
 @pytest.fixture(scope="package")
 def mixed_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """spine1 openconfig, spine2 SNMP, leaf1 arista, leaf2 SNMP, leaf3 sonic, leaf4 SNMP."""
-    lab = Lab(parse_scenario(MIXED), speed=20.0, out_dir=tmp_path_factory.mktemp("mixed"))
-    lab.start()
-    try:
-        assert lab.wait_until(2.0, timeout=60)
+    with running_lab(MIXED, 20.0, tmp_path_factory.mktemp("mixed"), until=2.0) as lab:
         yield lab
-    finally:
-        lab.stop()
 
 
 def gnmi_target(lab: Lab, switch: str) -> tuple[str, int]:
