@@ -53,6 +53,7 @@ from pipeline.store.base import (
 from pipeline.store.ddl import store_ddl, view_names
 from pipeline.store.dialect import Dialect, dialect_for_version, local_name
 from pipeline.store.neighbors import neighbor_columns
+from pipeline.store.replicas import Server, cluster_servers, unread_since
 from pipeline.store.rollup.sql import bucket_marks, marks_insert
 from pipeline.store.rollup.upgrade import finish_upgrade, prepare_upgrade
 from pipeline.store.schema import (
@@ -109,6 +110,8 @@ class ClickHouseStore:
         self._clients: list[Any] = []
         self._clients_lock = threading.Lock()
         self._query_settings: dict[str, Any] = {}
+        #: the cluster's servers (read from the server once)
+        self._servers: list[Server] | None = None
         raw = self._run("SELECT version()", columnar=True)[0][0]
         self.server_version = str(raw)
         self.version = parse_version(self.server_version)
@@ -196,18 +199,16 @@ class ClickHouseStore:
 
     def unreadable_since(self) -> int | None:
         """On a cluster: when the oldest part was written that a replica reads go to has still
-        to fetch from the replica that took it (``cluster()`` reads the replicas a Distributed
-        read picks; a replica's own parts are in its queue for a moment too, and do not count).
-        A replica that has not read the shard's replication log that far yet is not seen: the
-        log is read within milliseconds of a write."""
+        to fetch from the replica that took it (:mod:`pipeline.store.replicas`: the second
+        replica of a shard while the first lags after an outage, a part the first took since
+        is out of sight there). A replica's own parts are in its queue for a moment too, and do
+        not count."""
         if not self.cluster:
             return None
-        got = self._run(f"SELECT count(), toUInt64(min(create_time)) FROM "
-                        f"cluster({self.cluster}, system, replication_queue) "
-                        f"WHERE database = {literal(self.database)} AND type = 'GET_PART' "
-                        f"AND source_replica != replica_name")
-        pending, oldest = got[0]
-        return int(oldest) if pending else None
+        if self._servers is None:
+            self._servers = cluster_servers(self._run, self.cluster)
+        return unread_since(lambda sql: self._run(sql, settings={"skip_unavailable_shards": 1}),
+                            self._servers, self.database, REPLICA_MAX_DELAY_S)
 
     def query(self, sql: str) -> Columns:
         data, types = self._run(sql, columnar=True, with_column_types=True)

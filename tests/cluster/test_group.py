@@ -37,8 +37,10 @@ def test_members_are_ordered_by_joining_and_own_one_shard_each(
         named = groups[0].identities()
         assert [named[node] for node in groups[0].view.members] == ["m0", "m1", "m2"]
         groups[0].stop()  # leaves at once: its node is deleted, not expired
-        wait_for(lambda: groups[2].view.shard == "1/2", 10, "the view without the leaver")
-        assert groups[1].view.shard == "0/2" and groups[1].view.leader
+        # each member learns of the leaver from its own watch, in its own time
+        wait_for(lambda: groups[2].view.shard == "1/2" and groups[1].view.shard == "0/2", 10,
+                 "the views without the leaver")
+        assert groups[1].view.leader
         assert seen[-1] == groups[2].view and seen[-1].me == 1
     finally:
         for g in groups[1:]:

@@ -7,7 +7,9 @@ is ``lateness`` past the bucket's end. The data's event time is the newest one t
 has come: :mod:`pipeline.store.rollup.clock`). Each run
 
 1. reads the rollups' states and the marks written since the last run (server clock; on a
-   cluster the last :attr:`Store.read_lag_s` again, as a read may see a write late);
+   cluster the last :attr:`Store.read_lag_s` again, as a read may see a write late), and asks
+   the store whether a write is unreadable, again after the marks (a mark it saw stands for a
+   write made before the second answer);
 2. re-rolls the minute buckets already rolled that new marks name (late samples), unless they are
    more than ``max_late`` behind the event time (those stay in the raw samples; counted), and the
    rolled buckets within the rate rule's horizon after them (a late sample changes how the
@@ -197,6 +199,13 @@ class RollupJob:
         horizon = min(before.scanned_s, reach if reach is not None else now_s)
         since = max(0, horizon - reread)
         counts, newest = self._marks_since(since)
+        # asked again after the marks: a write whose mark this run saw is in a replica's queue
+        # by now if another replica has still to fetch it (the first answer may predate it)
+        again = store.unreadable_since()
+        if again is not None:
+            unreadable = again if unreadable is None else min(unreadable, again)
+            self._unreadable_from = min(unreadable, self._unreadable_from or unreadable)
+            ended = None
         settled = self._settled(unreadable)
         # ... but once every write is readable again, all marked since the oldest that was not
         # count: their buckets may have been rolled from a replica that lacked the write

@@ -218,6 +218,33 @@ def test_a_write_out_of_sight_when_its_minute_was_rolled_is_rolled_once_readable
     assert job.run_once() == 0
 
 
+class Answers(OutOfSight):
+    """:meth:`Store.unreadable_since` answers in turn from a list (the last one after that)."""
+
+    def __init__(self, store: Store, answers: list[int | None]) -> None:
+        super().__init__(store)
+        self.answers = answers
+
+    def unreadable_since(self) -> int | None:
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def test_a_write_made_between_the_first_question_and_the_marks_read_counts_as_unreadable(
+        store: Store, samples: SampleBatch, hour0: int) -> None:
+    # the run asks whether a write is unreadable, then reads the marks; a write made in between
+    # (its mark seen, its part not yet fetched by the replica reads go to) is unreadable by the
+    # second answer: the minutes rolled now are rolled again once it is readable
+    insert_in_polls(store, samples.take(np.flatnonzero(samples.ts_ns < hour0 + 30 * MINUTE)))
+    now_s = int(store.query("SELECT toUInt64(now()) AS now")["now"][0])
+    answers = Answers(store, [None, now_s, now_s])
+    job = RollupJob(answers, store.settings)  # type: ignore[arg-type]
+    assert job.run_once() > 0
+    assert job.unsure > 0 and not job.settled
+    answers.answers = [None]
+    job.run_once()
+    assert job.settled and job.stats.unsure_rerolled > 0
+
+
 def test_samples_later_than_the_limit_stay_raw(store: Store, samples: SampleBatch,
                                                rollup_expectation: Any, hour0: int) -> None:
     t = samples.ts_ns
