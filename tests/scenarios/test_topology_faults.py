@@ -15,9 +15,14 @@ HERE = Path(__file__).parent
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
+#: the lab and the platform share two cores; at speed 5 a sample interval is 0.2 s of wall time,
+#: and once in CI (load from the suite's services) the miswire's first report came 5 intervals
+#: after it (2.2 under a busy core here): at 3 the three intervals are a second of wall time
+SPEED = 3.0
+
 
 def test_a_miswired_cable_is_found_and_named(chdb_dir: Path) -> None:
-    report = run_scenario(HERE / "43-miswired-cable.yaml", speed=5.0, chdb_path=chdb_dir)
+    report = run_scenario(HERE / "43-miswired-cable.yaml", speed=SPEED, chdb_path=chdb_dir)
     s = score(report)
     assert s.recall == 1.0, report["alerts"]
     assert s.precision == 1.0, s.false_positives
@@ -30,7 +35,7 @@ def test_a_miswired_cable_is_found_and_named(chdb_dir: Path) -> None:
 
 
 def test_a_dropped_neighbour_is_found_on_its_link_and_resolves(chdb_dir: Path) -> None:
-    report = run_scenario(HERE / "44-lldp-neighbor-drop.yaml", speed=5.0, chdb_path=chdb_dir)
+    report = run_scenario(HERE / "44-lldp-neighbor-drop.yaml", speed=SPEED, chdb_path=chdb_dir)
     s = score(report)
     assert s.recall == 1.0 and s.precision == 1.0, report["alerts"]
     (found,) = [a for a in report["alerts"] if a["root_cause"]]
