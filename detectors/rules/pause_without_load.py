@@ -28,7 +28,11 @@ stands out against its peers. Two signatures, per switch and sample:
   clearly at moderate load: a peer is comparable when its headroom (1 −
   busiest egress utilisation) is at most ``headroom_ratio`` times the switch's own (as loaded, or
   nearly), and it is not saturated itself (a saturated switch is congested by its own load: its PGs
-  reflect its standing queues, not bursts). Without such a peer nothing is judged;
+  reflect its standing queues, not bursts). Where every unsaturated peer has more headroom (the
+  switch is its role's hottest: a busier job's leaf), the burst model alone sets the scale, with
+  the peer's margin: at least ``peer_factor`` times the allowance at its own load (and times
+  ``min_share``), where the switch times its pauses (a frame bound overstates the time the model
+  speaks of). Without an unsaturated peer nothing is judged;
 * *no reason*: none of its egress ports is paused by its downstream neighbour (it is not passing
   on somebody else's congestion), none holds a standing queue (ECN on ``min_ecn`` of its packets)
   or runs saturated (``max_util``).
@@ -102,6 +106,7 @@ class _Summary:
     hot: float  # its busiest egress utilisation
     ecn: float  # its highest ECN marking share on queues that send (NaN: not reported)
     pausing_ports: tuple[str, ...]
+    timed: bool  # every port's pausing measured by a pause timer (not a frame bound)
 
 
 class _Role:
@@ -153,13 +158,15 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
 
     def _summary(self, frame: Frame, at: At) -> _Summary:
         o = self.opts
-        per_port, paused, util, ecn = _port_signals(frame, at, o.min_drain, o.frame_overstatement)
+        per_port, paused, util, ecn, timed = _port_signals(frame, at, o.min_drain,
+                                                           o.frame_overstatement)
         pausing = per_port >= o.min_share
         return _Summary(float(per_port.max(initial=0.0)),
                         float(per_port.mean()) if per_port.size else 0.0,
                         float(paused.max(initial=0.0)), float(util.max(initial=0.0)),
                         float(np.fmax.reduce(ecn)) if ecn.size else float("nan"),
-                        tuple(frame.ports.label(int(p)) for p in at.pids[pausing]))
+                        tuple(frame.ports.label(int(p)) for p in at.pids[pausing]),
+                        bool(timed.all()))
 
     def _place(self, frame: Frame, did: int) -> tuple[_Role, int]:
         """The role table of a switch, and its row in it (the role is looked up once)."""
@@ -199,9 +206,10 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
         o = self.opts
         room = max(1.0 - me.hot, 0.0)
         hot = table.column("hot")
-        comparable = peers & (hot < o.max_util) & (1.0 - hot <= o.headroom_ratio * room + 1e-9)
+        running = peers & (hot < o.max_util)
+        comparable = running & (1.0 - hot <= o.headroom_ratio * room + 1e-9)
         if not comparable.any():
-            return False, False
+            return self._hottest(me, hot[running], evidence), False
         peer_pause = float(np.median(table.column("spread")[comparable]))
         evidence.update(peer_mean_pause_share=peer_pause,
                         peer_max_util=float(np.median(hot[comparable])))
@@ -210,6 +218,22 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
         allowance = evidence["burst_allowance"] = self._allowance(me.hot)
         ref = max(o.peer_factor * peer_pause, allowance)
         return me.spread >= ref, me.spread < ref / 2
+
+    def _hottest(self, me: _Summary, cooler: NDArray[np.float64],
+                 evidence: dict[str, float]) -> bool:
+        """Unlike its peers when none runs as hot as it does (the others all have more headroom:
+        a switch that carries more of the load, such as the leaf of a busier job): healthy
+        bursts at its own load set the scale, with the margin a peer's pausing gets
+        (``peer_factor`` times the burst allowance, and never below ``peer_factor`` times
+        ``min_share``). Only where the switch times its pauses: the burst model speaks of the
+        time paused, which a frame bound overstates (with peers, theirs is overstated alike). Not
+        judged when no peer runs unsaturated (their load is congestion's)."""
+        o = self.opts
+        if not me.timed or not cooler.size or float(cooler.max()) > me.hot:
+            return False
+        allowance = evidence["burst_allowance"] = self._allowance(me.hot)
+        evidence["peer_max_util"] = float(cooler.max())
+        return me.spread >= o.peer_factor * max(allowance, o.min_share)
 
     def _allowance(self, rho: float) -> float:
         """The pause share healthy bursts may cause at egress load ``rho``: the share of time a
@@ -244,11 +268,11 @@ class PauseWithoutLoad(DeviceRule[PauseWithoutLoadOptions]):
 
 @per_port
 def _port_signals(frame: Frame, at: At, min_drain: float, overstatement: float
-                  ) -> tuple[F64, F64, F64, F64]:
+                  ) -> tuple[F64, F64, F64, F64, NDArray[np.bool_]]:
     """Per port (once over every switch judged, :func:`~detectors.signals.per_port`): the most it
     paused a neighbour (share of time, frame bounds divided by ``overstatement``), the most it
     was paused, its egress utilisation, and its highest ECN marking on queues that send at least
-    ``min_drain`` (NaN: not reported)."""
+    ``min_drain`` (NaN: not reported), and whether its pausing is timed (not a frame bound)."""
     tx_share, measured = pause_share(frame, at, "tx")
     rx_share, _ = pause_share(frame, at, "rx")
     util = np.nan_to_num(tx_util(frame, at), nan=0.0)
@@ -258,7 +282,8 @@ def _port_signals(frame: Frame, at: At, min_drain: float, overstatement: float
     scaled = np.where(measured > 0, tx_share, tx_share / overstatement)
     pausing = np.max(np.where(np.isfinite(scaled), scaled, 0.0), axis=1)
     paused = np.max(np.where(np.isfinite(rx_share), rx_share, 0.0), axis=1)
-    return pausing, paused, util, np.fmax.reduce(ecn, axis=1)
+    timed = measured.max(axis=1, initial=0.0) > 0
+    return pausing, paused, util, np.fmax.reduce(ecn, axis=1), timed
 
 
 def _role(device: str, topology: Topology | None) -> str:
