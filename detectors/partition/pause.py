@@ -12,8 +12,6 @@ every worker). A few numbers per switch and sample cross the bus instead of its 
 
 from __future__ import annotations
 
-import math
-from dataclasses import fields
 from itertools import groupby
 from typing import Any, cast
 
@@ -27,8 +25,6 @@ from detectors.signals import At
 from pipeline.model import Alert
 from pipeline.wire.symptoms import DeviceSummary
 
-_NUMBERS = tuple(f.name for f in fields(_Summary) if f.name != "pausing_ports")
-
 
 class PauseSummaries(PauseWithoutLoad):
     """The worker's half: every judged switch's summary, kept for the report."""
@@ -39,11 +35,9 @@ class PauseSummaries(PauseWithoutLoad):
 
     def evaluate_device(self, frame: Frame, did: int, at: At) -> DeviceVerdict:
         s = self._summary(frame, at)
-        values = {n: float(getattr(s, n)) for n in _NUMBERS}
         self.summaries.append(DeviceSummary(
             rule=self.instance, device=frame.ports.names.devices[did], ts_ns=int(at.ts[0]),
-            values={k: (None if math.isnan(v) else v) for k, v in values.items()},
-            ports=s.pausing_ports))
+            values=s.numbers(), ports=s.pausing_ports))
         return DeviceVerdict(False, False)
 
     def take(self) -> list[DeviceSummary]:
@@ -103,10 +97,7 @@ class PauseJudge(PauseWithoutLoad):
                 if s.ts_ns <= self.last_eval.get(did, -1):
                     continue
                 self.last_eval[did] = s.ts_ns
-                numbers = {n: s.values.get(n) for n in _NUMBERS}
-                self._given = _Summary(**{n: math.nan if v is None else float(v)
-                                          for n, v in numbers.items()},
-                                       pausing_ports=tuple(s.ports))
+                self._given = _Summary.from_numbers(s.values, tuple(s.ports))
                 verdicts.append(self.evaluate_device(frame, did, cast(At, None)))
                 due.append((did, none, s.ts_ns))
             if due:

@@ -55,6 +55,7 @@ show; fires after ``fire_after`` (2) samples, clears after ``clear_after`` (3).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,6 +108,28 @@ class _Summary:
     ecn: float  # its highest ECN marking share on queues that send (NaN: not reported)
     pausing_ports: tuple[str, ...]
     timed: bool  # every port's pausing measured by a pause timer (not a frame bound)
+
+    #: the numbers a summary is told by (on the bus: ``timed`` as 1.0 or 0.0, NaN as None)
+    NUMBERS = ("pause", "spread", "paused", "hot", "ecn", "timed")
+
+    def numbers(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for name in self.NUMBERS:
+            v = float(getattr(self, name))
+            out[name] = None if math.isnan(v) else v
+        return out
+
+    @classmethod
+    def from_numbers(cls, values: Mapping[str, float | None],
+                     pausing_ports: tuple[str, ...]) -> _Summary:
+        """The summary :meth:`numbers` told; a number not told is NaN (``timed``: false)."""
+        def number(name: str) -> float:
+            v = values.get(name)
+            return math.nan if v is None else float(v)
+
+        return cls(pause=number("pause"), spread=number("spread"), paused=number("paused"),
+                   hot=number("hot"), ecn=number("ecn"), pausing_ports=pausing_ports,
+                   timed=bool(values.get("timed")))
 
 
 class _Role:
