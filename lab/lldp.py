@@ -120,7 +120,7 @@ class LldpFabric:
         self.dialects = dict(dialects)
         self._faults = [f for f in scenario.faults
                         if f.kind in (FAULT_MISWIRED_CABLE, FAULT_LLDP_NEIGHBOR_DROP)]
-        self._cache: dict[tuple[str, int], dict[int, Seen]] = {}
+        self._cache: dict[tuple[str, int], tuple[dict[int, Seen], float]] = {}
 
     # -- what a device sends -----------------------------------------------------------------
 
@@ -175,6 +175,15 @@ class LldpFabric:
     def neighbors(self, switch: str, snap: NDArray[np.float64]) -> dict[int, Seen]:
         """The neighbour each port of ``switch`` shows in this snapshot, by port index (ports
         that show none are absent)."""
+        return self._view(switch, snap)[0]
+
+    def table_changed_s(self, switch: str, snap: NDArray[np.float64]) -> float:
+        """When (simulated seconds) a neighbour of ``switch`` last came, went or changed: the
+        latest state change of any of its cabled ports, their far ends and the topology faults
+        touching them (0.0 when none since the start)."""
+        return self._view(switch, snap)[1]
+
+    def _view(self, switch: str, snap: NDArray[np.float64]) -> tuple[dict[int, Seen], float]:
         key = (switch, int(snap[cf.H_TICK]))
         hit = self._cache.get(key)
         if hit is not None:
@@ -185,16 +194,20 @@ class LldpFabric:
         faces, dropped, changed = self._state(t)
         lay = self.layout
         out: dict[int, Seen] = {}
+        latest = 0.0
         for p in self.w.switch_ports[self.w.device_index(switch)].tolist():
             far = faces.get(p, int(self.w.peer[p]))
-            if p in dropped or far < 0 or not (self._up(snap, p) and self._up(snap, far)):
+            if far < 0:
                 continue
-            since = max(float(snap[lay.port_index(p, cf.P_LAST_CHANGE)]),
-                        float(snap[lay.port_index(far, cf.P_LAST_CHANGE)]),
-                        changed.get(p, 0.0), 0.0)
-            out[p] = Seen(self.adverts[far], min(since, t))
-        self._cache[key] = out
-        return out
+            since = min(max(float(snap[lay.port_index(p, cf.P_LAST_CHANGE)]),
+                            float(snap[lay.port_index(far, cf.P_LAST_CHANGE)]),
+                            changed.get(p, 0.0), 0.0), t)
+            latest = max(latest, since)
+            if p in dropped or not (self._up(snap, p) and self._up(snap, far)):
+                continue
+            out[p] = Seen(self.adverts[far], since)
+        self._cache[key] = (out, latest)
+        return out, latest
 
     def _up(self, snap: NDArray[np.float64], port: int) -> bool:
         return bool(round(float(snap[self.layout.port_index(port, cf.P_OPER)])) == cf.OPER_UP)

@@ -8,7 +8,13 @@ comes is not doubled up but counted as an overrun, and that interval honestly re
 target costs its own task a few timeouts and nothing else; at most ``max_concurrent_polls`` are in
 flight, the rest wait their turn. A second job emits each target's health samples as its
 intervals end (:mod:`collectors.health`: counted by the polls' own times). A third reads each
-target's LLDP neighbours every ``lldp_interval_s`` of its clock (:mod:`collectors.snmp.lldp`).
+target's LLDP neighbours every ``lldp_interval_s`` of its clock (:mod:`collectors.snmp.lldp`);
+with ``lldp_watch`` each poll also GETs ``lldpStatsRemTablesLastChangeTime`` beside the clock (no
+extra round trip) and the neighbours are read again as soon as it moves, so a neighbour that comes
+or goes is reported within a poll of the device noticing, not up to ``lldp_interval_s`` later.
+Such a target's reports are live tables (``streamed``: held until its next report, as an ON_CHANGE
+stream's); a poll that fails sends the last one again as a snapshot, as a lost stream does. A
+device that does not serve it is read on the interval alone, its reports snapshots.
 """
 
 from __future__ import annotations
@@ -30,11 +36,12 @@ from collectors.clocks import HOLD_MIN_S, CollectorClock, DeviceClock, FabricClo
 from collectors.health import ErrorTally, TargetHealth
 from collectors.profile import SnmpProfile, load_profile
 from collectors.snmp.client import SnmpClient, V2cChannel, V3Target
-from collectors.snmp.lldp import read_neighbors
+from collectors.snmp.lldp import REM_TABLES_LAST_CHANGE, read_neighbors
 from collectors.snmp.poll import SnmpPoller
 from pipeline.errors import ConfigError
 from pipeline.inventory import Target, resolve_secrets
 from pipeline.model import BatchBuilder
+from pipeline.topology.neighbors import NeighborReport
 
 log = logging.getLogger("rocewatch.collectors.snmp")
 
@@ -49,10 +56,14 @@ class SnmpOptions(CollectorOptions):
     #: a device whose date is further than this from the collector's clock is stamped by the
     #: collector's clock instead (and its health says so)
     clock_tolerance_s: float = Field(300.0, gt=0)
+    #: read a target's LLDP neighbours again as soon as its ``lldpStatsRemTablesLastChangeTime``
+    #: (read with every poll's clock) moves, besides every ``lldp_interval_s``
+    lldp_watch: bool = True
 
 
 class _Target:
-    __slots__ = ("busy", "health", "lldp_error", "overruns", "poller", "target")
+    __slots__ = ("busy", "health", "lldp_busy", "lldp_error", "lldp_live", "lldp_mark",
+                 "overruns", "poller", "target")
 
     def __init__(self, target: Target, health: TargetHealth) -> None:
         self.target = target
@@ -61,6 +72,11 @@ class _Target:
         self.busy = False
         self.overruns = 0
         self.lldp_error = ""
+        #: an LLDP read is running; the change time the last read started after
+        self.lldp_busy = False
+        self.lldp_mark: int | None = None
+        #: the last report, sent as a live table (``streamed``), while the polls watch it
+        self.lldp_live: NeighborReport | None = None
 
 
 class SnmpCollector(Collector):
@@ -98,6 +114,8 @@ class SnmpCollector(Collector):
         self._semaphore: asyncio.Semaphore | None = None
         self.lldp_reports = 0
         self.lldp_errors = 0
+        #: LLDP reads started because a target's remote table changed
+        self.lldp_on_change = 0
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -175,6 +193,10 @@ class SnmpCollector(Collector):
                 batch = await poller.poll()
             if batch is not None and len(batch):
                 self.emit(batch)
+            if batch is None:
+                self._lldp_unwatched(t)
+            else:
+                self._lldp_if_changed(t)
         except asyncio.CancelledError:
             return  # the collector is stopping; ending quietly keeps the scheduler from logging
         finally:
@@ -206,26 +228,67 @@ class SnmpCollector(Collector):
         t.poller = SnmpPoller(target.name, self.profiles[target.name], client, t.health,
                               self.tally, target.snmp.max_repetitions,
                               self.opts.ifname_refresh_s, target.snmp.columns_per_request,
-                              CollectorClock(target.clock_rate), self.opts.clock_tolerance_s)
+                              CollectorClock(target.clock_rate), self.opts.clock_tolerance_s,
+                              watch=(REM_TABLES_LAST_CHANGE,) if self._watches_lldp() else ())
         return t.poller
+
+    def _watches_lldp(self) -> bool:
+        return (self.emit_neighbors is not None and self.opts.lldp_interval_s > 0
+                and self.opts.lldp_watch)
+
+    def _lldp_if_changed(self, t: _Target) -> None:
+        """After a poll: an LLDP read of the target when its remote table changed since the
+        last read started (and none is running)."""
+        mark = t.poller.watched.get(REM_TABLES_LAST_CHANGE) if t.poller else None
+        if mark is None or mark == t.lldp_mark or t.lldp_busy:
+            return
+        self.lldp_on_change += 1
+        task = asyncio.get_running_loop().create_task(self._lldp_job(t.target.name))
+        self._tasks.add(task)
+
+    def _lldp_unwatched(self, t: _Target) -> None:
+        """A failed poll: a table sent as live is no longer watched, so it is sent once more as
+        a snapshot at its time (detection stops taking it as holding), and the next poll that
+        answers has it read again."""
+        t.lldp_mark = None
+        report, t.lldp_live = t.lldp_live, None
+        if report is not None and self.emit_neighbors is not None:
+            self.emit_neighbors(report.model_copy(update={"streamed": False}))
 
     async def _lldp_job(self, name: str) -> None:
         """One LLDP read of a target (:mod:`collectors.snmp.lldp`), stamped with the device's
-        time as its polls know it; a failure is the target's own, logged when it changes."""
+        time as its polls know it; a failure is the target's own, logged when it changes. A read
+        already running for the target makes this one a no-op."""
         t = self.targets[name]
         task = asyncio.current_task()
         assert task is not None and self._semaphore is not None and t.target.snmp is not None
+        if t.lldp_busy:
+            self._tasks.discard(task)
+            return
         self._tasks.add(task)
+        t.lldp_busy = True
         try:
             async with self._semaphore:
                 poller = t.poller or self._poller(t)
                 if poller is None:
                     return
+                # the table read next is at least as new as the change time the last poll saw
+                t.lldp_mark = mark = poller.watched.get(REM_TABLES_LAST_CHANGE)
                 wall = time.monotonic()
                 ts = t.health.clock.now_ns(wall) or self.fabric.now_ns(wall) or wall_ns(wall)
+                last = t.lldp_live.ts_ns if t.lldp_live is not None else None
+                changed = poller.time_of(mark) if mark is not None else None
+                if changed is not None and last is not None and changed > last:
+                    # the table has said the same since it changed after the last read (the
+                    # change time says so): a live table holds from then
+                    ts = min(ts, changed)
                 report = await read_neighbors(poller.client, name, ts,
                                               t.target.snmp.max_repetitions,
                                               t.target.snmp.columns_per_request)
+            if mark is not None:
+                # every change of the table is read as the polls see it: a live table, held
+                # until the next report, as an ON_CHANGE stream's is
+                report = t.lldp_live = report.model_copy(update={"streamed": True})
             if self.emit_neighbors is not None:
                 self.emit_neighbors(report)
             self.lldp_reports += 1
@@ -239,6 +302,7 @@ class SnmpCollector(Collector):
             t.lldp_error = detail
             self.lldp_errors += 1
         finally:
+            t.lldp_busy = False
             self._tasks.discard(task)
 
     async def _health_job(self) -> None:
@@ -262,6 +326,8 @@ class SnmpCollector(Collector):
             targets[name] = snap
         malformed = self._channel.malformed if self._channel else 0
         lldp = {"interval_s": self.opts.lldp_interval_s, "reports": self.lldp_reports,
+                "on_change": self.lldp_on_change,
+                "watched": sum(bool(t.poller and t.poller.watched) for t in self.targets.values()),
                 "errors": self.lldp_errors,
                 "failing": sorted(n for n, t in self.targets.items() if t.lldp_error)}
         return summarize("snmp", self.instance, targets, unattributed_malformed=malformed,

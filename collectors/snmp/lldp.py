@@ -33,6 +33,9 @@ from pipeline.topology.neighbors import (
 )
 
 LLDP = "1.0.8802.1.1.2.1"
+#: lldpStatsRemTablesLastChangeTime: sysUpTime when a remote table row was last created,
+#: modified or deleted (a TimeStamp; one GET tells whether the table needs reading)
+REM_TABLES_LAST_CHANGE = oid_bytes(f"{LLDP}.2.1.0")
 LOC_CHASSIS_SUBTYPE = oid_bytes(f"{LLDP}.3.1.0")
 LOC_CHASSIS_ID = oid_bytes(f"{LLDP}.3.2.0")
 LOC_SYS_NAME = oid_bytes(f"{LLDP}.3.3.0")

@@ -1,6 +1,9 @@
 """One SNMP target's poll: the device's clock, its interface names, and its rows as samples.
 
-Each poll GETs ``sysUpTime`` and ``hrSystemDate``, then walks the profile's columns. SNMP carries
+Each poll GETs ``sysUpTime`` and ``hrSystemDate`` (with the scalars its owner watches: a
+change marker such as LLDP-MIB's ``lldpStatsRemTablesLastChangeTime``, read in the same request at
+no extra round trip), then walks the profile's columns. A watched scalar the device does not
+serve, or whose request it refuses, is dropped from later polls. SNMP carries
 no per-sample timestamp, so the sample time is the device's own clock: ``hrSystemDate`` anchored
 to ``sysUpTime`` (``hrSystemDate`` has decisecond resolution and may be stepped by NTP;
 ``sysUpTime`` ticks evenly in centiseconds). The collector's clock stamps the poll instead
@@ -39,6 +42,7 @@ from collectors.snmp.ber import (
     NO_SUCH_OBJECT,
     NUMERIC,
     OCTET_STRING,
+    Varbind,
     oid_bytes,
     subids,
 )
@@ -116,7 +120,8 @@ class SnmpPoller:
     def __init__(self, name: str, profile: SnmpProfile, client: SnmpClient,
                  health: TargetHealth, tally: ErrorTally, max_repetitions: int = 50,
                  ifname_refresh_s: float = 300.0, columns_per_request: int = 4,
-                 stamper: CollectorClock | None = None, clock_tolerance_s: float = 300.0) -> None:
+                 stamper: CollectorClock | None = None, clock_tolerance_s: float = 300.0,
+                 watch: tuple[bytes, ...] = ()) -> None:
         self.name = name
         self.profile = profile
         self.client = client
@@ -135,6 +140,12 @@ class SnmpPoller:
         self._date = oid_bytes(profile.system.hr_system_date)
         self._ifname = oid_bytes(profile.system.if_name)
         self._ifdescr = oid_bytes(profile.system.if_descr)
+        #: scalars read with every poll's clock, and their values as of the last poll
+        self._watch = watch
+        self.watched: dict[bytes, int] = {}
+        #: the last poll's ``sysUpTime`` (centiseconds) and its sample time (ns)
+        self.uptime_cs: int | None = None
+        self.stamp_ns = 0
         self.columns = [_Column(c, oid_bytes(c.oid), metric_id(c.metric) if c.metric else -1,
                                 bool(c.metric) and bool(IS_COUNTER[metric_id(c.metric)]))
                         for c in profile.columns]
@@ -169,6 +180,7 @@ class SnmpPoller:
 
     async def _poll(self, wall: float) -> SampleBatch:
         stamp, restarted, stamped_at = await self._time(wall)
+        self.stamp_ns = stamp
         if restarted:
             self._pending_reset = True
             self.ifnames = {}
@@ -198,11 +210,13 @@ class SnmpPoller:
 
     async def _time(self, started: float) -> tuple[int, bool, float]:
         """``(sample time, restarted, the monotonic instant the time belongs to)``."""
-        varbinds = await self.client.get([self._uptime, self._date])
+        varbinds = await self._get_clock()
         answered = time.monotonic()
         uptime = date = None
         for oid, tag, value in varbinds:
-            if oid == self._uptime and tag in NUMERIC and isinstance(value, int):
+            if oid in self._watch:
+                self._note_watched(oid, tag, value)
+            elif oid == self._uptime and tag in NUMERIC and isinstance(value, int):
                 uptime = value
             elif oid == self._date and tag == OCTET_STRING and isinstance(value, bytes):
                 try:
@@ -211,6 +225,7 @@ class SnmpPoller:
                     self.tally.record(self.health, "wrong_type", f"hrSystemDate: {exc}")
         if uptime is None:
             raise DecodeError("the device did not return sysUpTime")
+        self.uptime_cs = uptime
         device_ns, restarted = self.clock.update(uptime, date)
         health = self.health
         if device_ns is not None and clock_offset_ok(device_ns, answered, health.clock.rate,
@@ -230,6 +245,38 @@ class SnmpPoller:
             self.stamper.anchor(health.fabric.now_ns(started), started)
         # the one rule for collector-stamped samples: the clock read at the poll's start
         return self.stamper.stamp(started), restarted, started
+
+    async def _get_clock(self) -> list[Varbind]:
+        """The clock's GET, with the watched scalars; a device that refuses the longer request
+        (an error-status) is asked for the clock alone, now and from then on."""
+        if not self._watch:
+            return await self.client.get([self._uptime, self._date])
+        try:
+            return await self.client.get([self._uptime, self._date, *self._watch])
+        except SnmpErrorStatus as exc:
+            self.tally.record(self.health, "watch_refused",
+                              f"{exc} for the watched scalars: they are no longer read")
+            self._watch, self.watched = (), {}
+            return await self.client.get([self._uptime, self._date])
+
+    def _note_watched(self, oid: bytes, tag: int, value: object) -> None:
+        if tag in NUMERIC and isinstance(value, int):
+            self.watched[oid] = value
+            return
+        # not served (noSuchObject / noSuchInstance) or not a number: not asked again
+        self._watch = tuple(o for o in self._watch if o != oid)
+        self.watched.pop(oid, None)
+        if tag not in (NO_SUCH_OBJECT, NO_SUCH_INSTANCE):
+            self.tally.record(self.health, "wrong_type",
+                              f"watched scalar {'.'.join(map(str, subids(oid)))}: tag {tag}")
+
+    def time_of(self, ticks: int) -> int | None:
+        """The sample time (ns) of a ``TimeStamp`` read with the last poll's clock (the
+        ``sysUpTime`` it names), counted back from that poll's own time; None when it names a
+        moment after the poll (a wrap, a restart, nonsense)."""
+        if self.uptime_cs is None or not 0 <= ticks <= self.uptime_cs:
+            return None
+        return self.stamp_ns - (self.uptime_cs - ticks) * _CS
 
     async def _refresh_ifnames(self, wall: float) -> None:
         names = await self._names(self._ifname)

@@ -7,6 +7,9 @@ state (:mod:`lab.lldp`) in each snapshot.
 * ``lldpLocPortTable`` (``.1.3.7.1``), index ``lldpLocPortNum`` (the port's ifIndex): the port id
   subtype and port id the switch sends (interface name, or a SONiC switch's alias as a local
   id) and its description;
+* ``lldpStatsRemTablesLastChangeTime`` (``.1.2.1.0``): the switch's ``sysUpTime`` when a
+  neighbour last came, went or changed (0 when none has since it booted), so a poller can GET it
+  beside its clock and walk the table only when it moves;
 * ``lldpRemTable`` (``.1.4.1.1``), index ``(lldpRemTimeMark, lldpRemLocalPortNum,
   lldpRemIndex)``: one row per neighbour. The time mark is the switch's ``sysUpTime`` (in
   centiseconds) when the neighbour appeared, so it changes when the neighbour does; the remote
@@ -37,6 +40,7 @@ LLDP_MIB = (1, 0, 8802, 1, 1, 2)
 LOC_SYSTEM = (*LLDP_MIB, 1, 3)
 LOC_PORT = (*LOC_SYSTEM, 7, 1)
 REM_ENTRY = (*LLDP_MIB, 1, 4, 1, 1)
+REM_TABLES_LAST_CHANGE = (*LLDP_MIB, 1, 2, 1, 0)
 
 
 def _octets(value: str, kind: str) -> bytes:
@@ -82,6 +86,9 @@ class LldpMib:
             return self._oids, self._values
         rows = dict(self._local)
         boot = float(snap[self.layout.dev_index(self.device, cf.D_BOOT_S)])
+        changed = self.fabric.table_changed_s(self.switch, snap)
+        rows[REM_TABLES_LAST_CHANGE] = rfc1902.TimeTicks(
+            int(max(changed - boot, 0.0) * 100) % 2**32)
         for p, nb in self.fabric.neighbors(self.switch, snap).items():
             a = nb.advert
             mark = int(max(nb.since_s - boot, 0.0) * 100) % 2**32

@@ -17,16 +17,21 @@ down port; that is the link's own incident), nor one no end of which reports.
   neighbour; named ``a~b`` for the two devices (``#k`` when the declared fabric has that pair's
   first ``k - 1`` links already).
 
-Host ports that show nothing are not judged: hosts need not run LLDP.
+Host ports that show nothing are not judged: hosts need not run LLDP. Nor is a port whose far end
+sends a locally assigned port id (subtype local: a SONiC switch's alias, ``etp5``) while that end
+is a declared switch that has not reported yet: only its own report says which port the id is
+(``PORT_TABLE``'s alias, ``lldpLocPortTable``), so until it comes the sighting names no port (a
+platform starting, or a collector reconnecting, hears the far ends before the switch itself).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.topology.discover import Resolved
+from pipeline.topology.discover import Resolved, Sighting
 from pipeline.topology.model import Host, Link, Port, Topology
 from pipeline.topology.names import link_id
+from pipeline.topology.neighbors import LOCAL
 
 MISWIRED, MISSING, ONE_SIDED, EXTRA = "miswired", "missing", "one_sided", "extra"
 
@@ -59,6 +64,7 @@ def compare(declared: Topology, res: Resolved) -> list[Mismatch]:
     out: list[Mismatch] = []
     wrong: dict[str, list[str]] = {}           # link id -> what its ends saw instead
     witnesses: dict[str, set[str]] = {}        # link id -> devices whose ends saw it
+    res = _placed(declared, res)
     for link in declared.links:
         verdict = _judge(link, res)
         if verdict is None:
@@ -74,6 +80,21 @@ def compare(declared: Topology, res: Resolved) -> list[Mismatch]:
     out += _hosts(declared, res)
     out += _extras(declared, res)
     return sorted(out, key=lambda m: (m.kind, m.entity))
+
+
+def _placed(declared: Topology, res: Resolved) -> Resolved:
+    """The sightings, those whose far port is not known yet left out (see the module
+    docstring): its end is not judged, as if it had not reported."""
+    waiting = set(declared.switches) - res.reported
+    if not waiting:
+        return res
+    keep = {port: s for port, s in res.sightings.items() if not _unplaced(s, waiting)}
+    return res if len(keep) == len(res.sightings) else Resolved(keep, res.reported)
+
+
+def _unplaced(s: Sighting, waiting: set[str]) -> bool:
+    return (s.far is not None and s.remote is not None and s.remote.port_id_type == LOCAL
+            and s.far.device in waiting)
 
 
 def _judge(link: Link, res: Resolved) -> tuple[str, list[str], set[str]] | None:

@@ -28,6 +28,8 @@ CHASSIS_TYPES = {1: "CHASSIS_COMPONENT", 2: "INTERFACE_ALIAS", 3: "PORT_COMPONEN
 PORT_TYPES = {1: "INTERFACE_ALIAS", 2: "PORT_COMPONENT", 3: "MAC_ADDRESS", 4: "NETWORK_ADDRESS",
               5: "INTERFACE_NAME", 6: "AGENT_CIRCUIT_ID", 7: "LOCAL"}
 MAC = "MAC_ADDRESS"
+#: a port id the sending device assigned itself: only its own report says which port it is
+LOCAL = "LOCAL"
 #: what devices answer for a TLV their neighbour did not send
 NOT_ADVERTISED = frozenset({"not advertised", "not-advertised", "n/a"})
 #: id types whose value names a port the far device also knows by that text
@@ -78,9 +80,10 @@ class NeighborReport(BaseModel):
     ports: tuple[LocalPort, ...] = ()
     #: who read it and how: ``gnmi/openconfig``, ``gnmi/sonic``, ``snmp``
     source: str = ""
-    #: read from an ON_CHANGE stream, which reports every change as it happens: the table holds
-    #: from ``ts_ns`` until the device's next report. False: a periodic read, a snapshot known
-    #: at ``ts_ns`` only
+    #: read from an ON_CHANGE stream, or read whenever the table changes (an SNMP target whose
+    #: polls watch ``lldpStatsRemTablesLastChangeTime``): every change is reported as it
+    #: happens, so the table holds from ``ts_ns`` until the device's next report. False: a
+    #: periodic read, a snapshot known at ``ts_ns`` only
     streamed: bool = False
 
     def port(self, name: str) -> LocalPort | None:

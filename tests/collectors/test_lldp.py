@@ -93,12 +93,14 @@ def test_the_running_collectors_report_on_their_own_schedule(lab: Lab, tmp_path:
         wait_until(twice_each, "two LLDP reports from every switch read periodically, "
                    "and every streamed switch's sync", timeout=60)
     reports = got.all()
-    for device in SOURCES:
+    for device, source in SOURCES.items():
         mine = [r for r in reports if r.device == device] if device not in gnmi_devices else [
             r for r in polled.all() if r.device == device]
         times = [r.ts_ns for r in mine]
         assert times == sorted(times) and times[0] < times[-1]    # the device's own clock
-        assert not any(r.streamed for r in mine)
+        # a Get is a snapshot; an SNMP target whose polls watch its table's change time is
+        # read as it changes, its reports live tables (once a poll has read that time)
+        assert mine[-1].streamed if source == "snmp" else not any(r.streamed for r in mine)
     streamed = [r for r in reports if r.device in gnmi_devices]
     assert sorted(r.device for r in streamed) == sorted(gnmi_devices)   # one each: nothing moved
     assert all(r.streamed for r in streamed)
@@ -163,3 +165,53 @@ def test_an_unchanged_reply_is_restamped_and_a_changed_one_decoded(lab: Lab,
     spine1 = [r for r in got.all() if r.device == "spine1"]
     assert [r.ts_ns for r in spine1] == sorted(r.ts_ns for r in spine1)
     assert len({r.ts_ns for r in spine1}) == len(spine1)  # each restamped with its own read
+
+
+def test_an_snmp_target_is_read_again_as_soon_as_its_lldp_table_changes(lab: Lab) -> None:
+    """With the LLDP interval a day away, only the change time read with each poll's clock
+    (``lldpStatsRemTablesLastChangeTime``) can have the collector read a table: it reads every
+    SNMP switch once at its first poll, not again while nothing changes, and again as soon as a
+    cable's port goes down (at both SNMP ends) and comes back."""
+    got = Reports()
+    polls: dict[str, int] = {}
+
+    def count(batch: Any) -> None:
+        for device in batch.devices:
+            polls[device] = polls.get(device, 0) + 1
+
+    snmp = SnmpCollector("watch", SnmpOptions(agents=str(lab.out_dir / "agents.json"),
+                                              lldp_interval_s=86_400), emit=count)
+    snmp.emit_neighbors = got.take
+    devices = sorted(d for d, s in SOURCES.items() if s == "snmp")
+    # a cable between two SNMP switches
+    port = next(p.name for p in lab.topology.ports("spine2")
+                if (far := lab.topology.peer(p)) is not None and far.device == "leaf2")
+    far = lab.topology.peer(next(p for p in lab.topology.ports("spine2") if p.name == port))
+    assert far is not None
+
+    def shows(device: str, name: str, up: bool, after: int) -> bool:
+        later = got.of(device)[after:]
+        return any(p.name == name and p.oper_up is up and bool(p.neighbors) is up
+                   for r in later for p in r.ports)
+
+    with Running(snmp):
+        wait_until(lambda: all(got.of(d) for d in devices), "a first read of every SNMP switch",
+                   timeout=60)
+        first = {d: len(got.of(d)) for d in devices}
+        base = dict(polls)
+        wait_until(lambda: all(polls.get(d, 0) >= base.get(d, 0) + 5 for d in devices),
+                   "five more polls of each", timeout=60)
+        assert {d: len(got.of(d)) for d in devices} == first      # nothing moved: no read
+        lab.set_admin("spine2", port, False)
+        try:
+            wait_until(lambda: shows("spine2", port, False, first["spine2"])
+                       and shows("leaf2", far.name, False, first["leaf2"]),
+                       f"spine2 {port} and leaf2 {far.name} read down", timeout=60)
+        finally:
+            lab.set_admin("spine2", port, True)
+        down = {d: len(got.of(d)) for d in devices}
+        wait_until(lambda: shows("spine2", port, True, down["spine2"]),
+                   f"spine2 {port} read up again", timeout=60)
+        health = snmp.health()["lldp"]
+    assert health["watched"] == len(devices)
+    assert health["on_change"] >= len(devices) + 3 and health["errors"] == 0
