@@ -54,5 +54,5 @@ def test_a_dropped_neighbour_on_snmp_agents_is_found_when_the_table_changes(
     assert s.recall == 1.0 and s.precision == 1.0, report["alerts"]
     (found,) = [a for a in report["alerts"] if a["root_cause"]]
     assert (found["kind"], found["entity"]) == ("topology_mismatch", "leaf3~spine2")
-    assert found["last_s"] < 90                        # resolved once the neighbour is back
+    assert found["last_s"] < 80                        # resolved once the neighbour is back
     assert s.ttd_s["lldp_neighbor_drop"] <= 3 * s.sample_interval_s, s.ttd_s
