@@ -86,9 +86,7 @@ class LldpMib:
             return self._oids, self._values
         rows = dict(self._local)
         boot = float(snap[self.layout.dev_index(self.device, cf.D_BOOT_S)])
-        changed = self.fabric.table_changed_s(self.switch, snap)
-        rows[REM_TABLES_LAST_CHANGE] = rfc1902.TimeTicks(
-            int(max(changed - boot, 0.0) * 100) % 2**32)
+        rows[REM_TABLES_LAST_CHANGE] = self._last_change(snap)
         for p, nb in self.fabric.neighbors(self.switch, snap).items():
             a = nb.advert
             mark = int(max(nb.since_s - boot, 0.0) * 100) % 2**32
@@ -109,7 +107,15 @@ class LldpMib:
         self._tick = tick
         return self._oids, self._values
 
+    def _last_change(self, snap: Snap) -> rfc1902.TimeTicks:
+        boot = float(snap[self.layout.dev_index(self.device, cf.D_BOOT_S)])
+        changed = self.fabric.table_changed_s(self.switch, snap)
+        return rfc1902.TimeTicks(int(max(changed - boot, 0.0) * 100) % 2**32)
+
     def get(self, oid: Oid, snap: Snap) -> Any | None:
+        if oid == REM_TABLES_LAST_CHANGE:
+            # read with every poll: answered without building the neighbour rows
+            return self._last_change(snap)
         oids, values = self._rows(snap)
         i = bisect.bisect_left(oids, oid)
         return values[i] if i < len(oids) and oids[i] == oid else None
